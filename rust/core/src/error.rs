@@ -1,0 +1,87 @@
+//! The one error type of the core. Every variant names the bone, goal or array at fault.
+
+/// Result alias used throughout `tendon-core`.
+pub type Result<T> = std::result::Result<T, TendonError>;
+
+/// Invalid input. Non-convergence is not an error: it is reported by
+/// [`SolveReport::reached`](crate::SolveReport::reached).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TendonError {
+    /// The rig description has no bones.
+    #[error("the rig has no bones")]
+    EmptyRig,
+    /// Two bones share a name.
+    #[error("bone name '{0}' is used more than once")]
+    DuplicateBone(String),
+    /// A bone names a parent that does not exist.
+    #[error("bone '{bone}' has parent '{parent}', which is not a bone of the rig")]
+    UnknownParent {
+        /// The bone whose parent is unknown.
+        bone: String,
+        /// The parent name it gave.
+        parent: String,
+    },
+    /// Following parents from this bone never reaches a root.
+    #[error("bone '{bone}' is its own ancestor (its parent chain loops)")]
+    Cycle {
+        /// A bone on the loop.
+        bone: String,
+    },
+    /// A number that must be finite is NaN or infinite.
+    #[error("{what} is not finite")]
+    NonFinite {
+        /// What holds the value, e.g. "rest translation of bone 'shin'".
+        what: String,
+    },
+    /// A joint limit is malformed.
+    #[error("invalid {axis} limit on bone '{bone}': {reason}")]
+    InvalidLimit {
+        /// The bone whose limit is wrong.
+        bone: String,
+        /// The axis, 'x', 'y' or 'z'.
+        axis: char,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// A value is out of its allowed range.
+    #[error("invalid {what}: {reason}")]
+    InvalidValue {
+        /// What holds the value.
+        what: String,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// A bone index does not exist in the rig.
+    #[error("{what}: bone index {index} is out of range for a rig of {count} bones")]
+    BoneIndex {
+        /// Where the index came from, e.g. "goal 2".
+        what: String,
+        /// The index given.
+        index: usize,
+        /// The number of bones.
+        count: usize,
+    },
+    /// An array has the wrong number of entries.
+    #[error("{what} has {got} entries, expected {expected}")]
+    Size {
+        /// The array.
+        what: String,
+        /// The length required.
+        expected: usize,
+        /// The length given.
+        got: usize,
+    },
+    /// A JSON document could not be read.
+    #[error("invalid JSON: {0}")]
+    Json(String),
+}
+
+/// Checks that every component is finite, naming `what` otherwise.
+pub(crate) fn ensure_finite(values: &[f32], what: impl FnOnce() -> String) -> Result<()> {
+    if values.iter().all(|v| v.is_finite()) {
+        Ok(())
+    } else {
+        Err(TendonError::NonFinite { what: what() })
+    }
+}

@@ -1,0 +1,95 @@
+//! What the solvers are asked to reach.
+
+use glam::{Quat, Vec3};
+use serde::{Deserialize, Serialize};
+
+/// Which point of the effector bone should reach the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EffectorPoint {
+    /// The bone's tail (head + rotation * (0, length, 0)), like Blender's IK `use_tail`.
+    #[default]
+    Tail,
+    /// The bone's head; the bone's own rotation then only matters for a rotation target.
+    Head,
+}
+
+/// One IK goal: a bone's head or tail should reach a position, optionally with a rotation.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Goal {
+    /// The effector bone, as a depth-first index ([`Rig::index_of`](crate::Rig::index_of)).
+    pub bone: usize,
+    /// Which point of the bone reaches for the target.
+    pub point: EffectorPoint,
+    /// Target position in armature space.
+    pub target: Vec3,
+    /// Optional armature-space target rotation of the effector bone.
+    pub rotation: Option<Quat>,
+    /// How much the rotation target counts, 0 (ignored) to 1 (fully).
+    pub rotation_weight: f32,
+    /// How much this goal counts against the others (0 disables it).
+    pub weight: f32,
+    /// How many bones, counting the effector bone, the goal may move; 0 means every bone
+    /// up to the rig's root.
+    pub chain_length: usize,
+    /// Optional armature-space pole position: the chain bends towards it.
+    pub pole: Option<Vec3>,
+}
+
+impl Default for Goal {
+    fn default() -> Self {
+        Goal {
+            bone: 0,
+            point: EffectorPoint::Tail,
+            target: Vec3::ZERO,
+            rotation: None,
+            rotation_weight: 1.0,
+            weight: 1.0,
+            chain_length: 0,
+            pole: None,
+        }
+    }
+}
+
+impl Goal {
+    /// A goal for the tail of `bone` with default settings.
+    pub fn new(bone: usize, target: Vec3) -> Self {
+        Goal {
+            bone,
+            target,
+            ..Goal::default()
+        }
+    }
+
+    /// Limits the goal to `chain_length` bones (0 = up to the root).
+    pub fn with_chain_length(mut self, chain_length: usize) -> Self {
+        self.chain_length = chain_length;
+        self
+    }
+
+    /// Adds a rotation target with its weight.
+    pub fn with_rotation(mut self, rotation: Quat, weight: f32) -> Self {
+        self.rotation = Some(rotation);
+        self.rotation_weight = weight;
+        self
+    }
+
+    /// Adds a pole position.
+    pub fn with_pole(mut self, pole: Vec3) -> Self {
+        self.pole = Some(pole);
+        self
+    }
+
+    /// Sets the goal's weight.
+    pub fn with_weight(mut self, weight: f32) -> Self {
+        self.weight = weight;
+        self
+    }
+
+    /// Uses the bone's head instead of its tail.
+    pub fn at_head(mut self) -> Self {
+        self.point = EffectorPoint::Head;
+        self
+    }
+}

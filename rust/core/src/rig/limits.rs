@@ -1,0 +1,246 @@
+//! Per-joint limits, the one place where every solver's rotations are constrained.
+//!
+//! A joint's rotation relative to rest is decomposed into Euler angles in the joint's
+//! order; each axis is free, locked at zero, or limited to an inclusive range.
+
+use crate::error::{Result, TendonError};
+use crate::math::{wrap_angle, EulerOrder};
+use glam::Quat;
+use serde::{Deserialize, Serialize};
+use std::f32::consts::TAU;
+
+/// What one Euler axis of a joint may do.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum AxisLimit {
+    /// Any angle.
+    #[default]
+    Free,
+    /// Held at zero (the rest angle) and removed from the solvers' degrees of freedom.
+    Locked,
+    /// Limited to `[min, max]` radians, both inclusive.
+    Range {
+        /// Smallest angle allowed.
+        min: f32,
+        /// Largest angle allowed.
+        max: f32,
+    },
+}
+
+impl AxisLimit {
+    /// Whether the axis can move at all.
+    pub fn is_locked(self) -> bool {
+        matches!(self, AxisLimit::Locked)
+    }
+
+    /// The allowed interval, `None` when free.
+    fn interval(self) -> Option<(f32, f32)> {
+        match self {
+            AxisLimit::Free => None,
+            AxisLimit::Locked => Some((0.0, 0.0)),
+            AxisLimit::Range { min, max } => Some((min, max)),
+        }
+    }
+
+    /// How far `angle` (or an equivalent angle 2*pi away) lies outside the interval, and
+    /// that equivalent angle clamped into it.
+    fn clamp_wrapped(self, angle: f32) -> (f32, f32) {
+        let Some((min, max)) = self.interval() else {
+            return (0.0, angle);
+        };
+        if max - min >= TAU {
+            return (0.0, angle);
+        }
+        // Of the 2*pi-equivalents of the angle, take the one nearest the interval.
+        let centre = 0.5 * (min + max);
+        let a = centre + wrap_angle(angle - centre);
+        let clamped = a.clamp(min, max);
+        ((a - clamped).abs(), clamped)
+    }
+}
+
+/// The limits of one joint.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct JointLimits {
+    /// The Euler order the joint's rotation is decomposed in.
+    pub order: EulerOrder,
+    /// Rotation about the bone's local X axis.
+    pub x: AxisLimit,
+    /// Rotation about the bone's local Y axis (along the bone: twist).
+    pub y: AxisLimit,
+    /// Rotation about the bone's local Z axis.
+    pub z: AxisLimit,
+}
+
+impl JointLimits {
+    /// No limit at all.
+    pub const FREE: JointLimits = JointLimits {
+        order: EulerOrder::XYZ,
+        x: AxisLimit::Free,
+        y: AxisLimit::Free,
+        z: AxisLimit::Free,
+    };
+
+    /// The limits of axes `[x, y, z]`.
+    pub fn axes(&self) -> [AxisLimit; 3] {
+        [self.x, self.y, self.z]
+    }
+
+    /// True when no axis is locked or limited.
+    pub fn is_free(&self) -> bool {
+        self.axes().iter().all(|a| matches!(a, AxisLimit::Free))
+    }
+
+    /// True when every axis is locked.
+    pub fn is_fully_locked(&self) -> bool {
+        self.axes().iter().all(|a| a.is_locked())
+    }
+
+    /// Checks that ranges are finite and ordered, naming `bone` otherwise.
+    pub fn validate(&self, bone: &str) -> Result<()> {
+        for (axis, limit) in ['x', 'y', 'z'].into_iter().zip(self.axes()) {
+            if let AxisLimit::Range { min, max } = limit {
+                let bad = |reason: String| TendonError::InvalidLimit {
+                    bone: bone.to_owned(),
+                    axis,
+                    reason,
+                };
+                if !(min.is_finite() && max.is_finite()) {
+                    return Err(bad(format!("min {min} and max {max} must be finite")));
+                }
+                if min > max {
+                    return Err(bad(format!("min {min} is greater than max {max}")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Clamps Euler angles `[x, y, z]` into the limits (locked axes become zero).
+    pub fn clamp_angles(&self, angles: &mut [f32; 3]) {
+        for (a, limit) in angles.iter_mut().zip(self.axes()) {
+            if let Some((min, max)) = limit.interval() {
+                *a = a.clamp(min, max);
+            }
+        }
+    }
+
+    /// Clamps the angle of one axis (0 = x) into its limit.
+    pub fn clamp_axis(&self, axis: usize, angle: f32) -> f32 {
+        match self.axes()[axis].interval() {
+            None => angle,
+            Some((min, max)) => angle.clamp(min, max),
+        }
+    }
+
+    /// Whether the angle of `axis` sits on a bound and `direction` would push it further out.
+    pub fn pushes_out(&self, axis: usize, angle: f32, direction: f32) -> bool {
+        match self.axes()[axis].interval() {
+            None => false,
+            Some((min, max)) => {
+                (angle <= min && direction < 0.0) || (angle >= max && direction > 0.0)
+            }
+        }
+    }
+
+    /// Decomposes `rotation` (relative to rest) into angles in this joint's order, picking
+    /// the representation closest to `near`.
+    pub fn angles_of(&self, rotation: Quat, near: [f32; 3]) -> [f32; 3] {
+        self.order.from_quat_near(rotation, near)
+    }
+
+    /// The nearest rotation inside the limits. Of the two Euler representations of the
+    /// rotation, the one needing the smaller correction is clamped.
+    pub fn clamp_rotation(&self, rotation: Quat) -> Quat {
+        if self.is_free() {
+            return rotation;
+        }
+        let first = self.order.from_quat(rotation);
+        let second = self.order.alternate(first);
+        let (cost_a, a) = self.clamp_representation(first);
+        let (cost_b, b) = self.clamp_representation(second);
+        if cost_a == 0.0 && cost_b == 0.0 {
+            return rotation;
+        }
+        self.order.to_quat(if cost_b < cost_a { b } else { a })
+    }
+
+    fn clamp_representation(&self, angles: [f32; 3]) -> (f32, [f32; 3]) {
+        let mut out = angles;
+        let mut cost = 0.0;
+        for ((a, limit), o) in angles.iter().zip(self.axes()).zip(out.iter_mut()) {
+            let (excess, clamped) = limit.clamp_wrapped(*a);
+            cost += excess;
+            *o = clamped;
+        }
+        (cost, out)
+    }
+
+    /// Whether `rotation` lies within the limits, allowing `slack` radians per axis.
+    pub fn contains(&self, rotation: Quat, slack: f32) -> bool {
+        let first = self.order.from_quat(rotation);
+        [first, self.order.alternate(first)]
+            .into_iter()
+            .any(|angles| {
+                angles
+                    .iter()
+                    .zip(self.axes())
+                    .all(|(a, limit)| limit.clamp_wrapped(*a).0 <= slack)
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::math::angle_between;
+
+    fn knee() -> JointLimits {
+        JointLimits {
+            order: EulerOrder::XYZ,
+            x: AxisLimit::Range { min: 0.0, max: 2.5 },
+            y: AxisLimit::Locked,
+            z: AxisLimit::Locked,
+        }
+    }
+
+    #[test]
+    fn clamps_into_the_range_inclusively() {
+        let k = knee();
+        let inside = Quat::from_rotation_x(2.5);
+        assert!(angle_between(k.clamp_rotation(inside), inside) < 1e-5);
+        let outside = Quat::from_rotation_x(-0.4);
+        assert!(angle_between(k.clamp_rotation(outside), Quat::IDENTITY) < 1e-5);
+        let twisted = Quat::from_rotation_y(0.7) * Quat::from_rotation_x(1.0);
+        let c = k.clamp_rotation(twisted);
+        assert!(k.contains(c, 1e-4));
+        assert!(!k.contains(twisted, 1e-4));
+    }
+
+    #[test]
+    fn refuses_reversed_or_non_finite_ranges() {
+        let mut k = knee();
+        k.x = AxisLimit::Range {
+            min: 1.0,
+            max: -1.0,
+        };
+        let err = k.validate("shin").unwrap_err().to_string();
+        assert!(err.contains("shin") && err.contains("min 1"), "{err}");
+        k.x = AxisLimit::Range {
+            min: f32::NAN,
+            max: 1.0,
+        };
+        assert!(k.validate("shin").is_err());
+    }
+
+    #[test]
+    fn json_form() {
+        let json =
+            r#"{"order":"ZXY","x":{"mode":"range","min":-1.0,"max":0.5},"y":{"mode":"locked"}}"#;
+        let limits: JointLimits = serde_json::from_str(json).unwrap();
+        assert_eq!(limits.order, EulerOrder::ZXY);
+        assert_eq!(limits.y, AxisLimit::Locked);
+        assert_eq!(limits.z, AxisLimit::Free);
+    }
+}

@@ -1,0 +1,163 @@
+//! Cyclic coordinate descent: each joint in turn, from the effectors towards the roots,
+//! turns to bring its effectors towards their targets.
+//!
+//! A free joint takes the best 3D rotation at once (what cycling its three axes converges
+//! to); a limited joint turns about each unlocked Euler axis in its order, each angle solved
+//! in closed form and clamped by the shared limits. Several effectors below a joint are
+//! served together by a weighted best fit. A straight chain is bent by the shared driver.
+
+use super::driver::{reject, GoalMode, Workspace};
+use super::{IterationParams, SolveReport, Solver};
+use crate::error::Result;
+use crate::goal::Goal;
+use crate::math::{best_fit_rotation, clamp_angle, from_to};
+use crate::rig::{Pose, Rig};
+use glam::{Quat, Vec3};
+use serde::{Deserialize, Serialize};
+
+/// CCD settings.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CcdParams {
+    /// Iteration cap, tolerance and step clamp.
+    #[serde(flatten)]
+    pub iteration: IterationParams,
+}
+
+impl Default for CcdParams {
+    fn default() -> Self {
+        CcdParams {
+            iteration: IterationParams {
+                max_iterations: 200,
+                ..IterationParams::default()
+            },
+        }
+    }
+}
+
+/// The CCD solver.
+#[derive(Debug, Clone, Default)]
+pub struct Ccd {
+    /// Settings.
+    pub params: CcdParams,
+    ws: Workspace,
+    scratch: Scratch,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Scratch {
+    /// (joint, goal) pairs sorted by joint, deepest joint first.
+    pairs: Vec<(usize, usize)>,
+    /// Current effector positions, by goal.
+    points: Vec<Vec3>,
+}
+
+impl Ccd {
+    /// A solver with these settings.
+    pub fn new(params: CcdParams) -> Self {
+        Ccd {
+            params,
+            ..Ccd::default()
+        }
+    }
+}
+
+impl Scratch {
+    fn build(&mut self, ws: &Workspace) {
+        self.pairs.clear();
+        for g in 0..ws.goals.len() {
+            self.pairs.extend(ws.joints(g).iter().map(|&j| (j, g)));
+        }
+        self.pairs
+            .sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    }
+
+    fn sweep(&mut self, ws: &mut Workspace, rig: &Rig, max_step: f32) {
+        self.points.clear();
+        self.points.extend((0..ws.goals.len()).map(|g| ws.point(g)));
+        // Turning a joint moves only its descendants, which this sweep has already visited,
+        // so each joint's own frame is still current when its turn comes.
+        let mut k = 0;
+        while k < self.pairs.len() {
+            let joint = self.pairs[k].0;
+            let end = k + self.pairs[k..].iter().take_while(|p| p.0 == joint).count();
+            let goals = &self.pairs[k..end];
+            k = end;
+            let head = ws.head(joint);
+            let limits = *rig.limits(joint);
+            if limits.is_free() {
+                let pair = |&(_, g): &(usize, usize)| {
+                    (
+                        self.points[g] - head,
+                        ws.goals[g].target - head,
+                        ws.goals[g].goal.weight,
+                    )
+                };
+                let delta = match goals {
+                    [single] => {
+                        let (from, to, _) = pair(single);
+                        from_to(from, to)
+                    }
+                    _ => best_fit_rotation(goals.iter().map(pair)),
+                };
+                let delta = clamp_angle(delta, max_step);
+                ws.rotate_bone(rig, joint, delta);
+                for &(_, g) in goals {
+                    self.points[g] = head + delta * (self.points[g] - head);
+                }
+                continue;
+            }
+            let frame = ws.frame_before_basis(rig, joint);
+            let mut angles = ws.euler[joint];
+            for axis in limits.order.axes() {
+                if limits.axes()[axis].is_locked() {
+                    continue;
+                }
+                let a = (frame * limits.order.rate_axes(angles)[axis]).normalize();
+                let (mut sin_sum, mut cos_sum) = (0.0, 0.0);
+                for &(_, g) in goals {
+                    let u = reject(self.points[g] - head, a);
+                    let v = reject(ws.goals[g].target - head, a);
+                    let w = ws.goals[g].goal.weight;
+                    sin_sum += w * a.dot(u.cross(v));
+                    cos_sum += w * u.dot(v);
+                }
+                if sin_sum == 0.0 && cos_sum <= 0.0 {
+                    continue;
+                }
+                let step = sin_sum.atan2(cos_sum).clamp(-max_step, max_step);
+                let turned = limits.clamp_axis(axis, angles[axis] + step);
+                let applied = turned - angles[axis];
+                angles[axis] = turned;
+                let turn = Quat::from_axis_angle(a, applied);
+                for &(_, g) in goals {
+                    self.points[g] = head + turn * (self.points[g] - head);
+                }
+            }
+            ws.euler[joint] = angles;
+            ws.set_local_rotation(rig, joint, limits.order.to_quat(angles));
+        }
+        ws.forward_kinematics(rig);
+    }
+}
+
+impl Solver for Ccd {
+    fn solve_into(
+        &mut self,
+        rig: &Rig,
+        start: &Pose,
+        goals: &[Goal],
+        out: &mut Pose,
+    ) -> Result<SolveReport> {
+        let params = self.params.iteration;
+        self.ws
+            .prepare(rig, start, goals, GoalMode::Positional, &params)?;
+        self.scratch.build(&self.ws);
+        let scratch = &mut self.scratch;
+        let report = self.ws.iterate(rig, &params, |ws, rig| {
+            scratch.sweep(ws, rig, params.max_step_angle)
+        });
+        self.ws.write_pose(out);
+        Ok(report)
+    }
+}

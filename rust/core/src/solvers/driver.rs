@@ -1,0 +1,609 @@
+//! Machinery shared by every solver: goal preparation, the working pose and its forward
+//! kinematics, rotation updates through the joint limits, residuals, and the iteration
+//! driver (iteration cap, tolerance, stall exit, colinear bump, pole twist).
+
+use super::{IterationParams, SolveReport};
+use crate::error::{ensure_finite, Result, TendonError};
+use crate::goal::{EffectorPoint, Goal};
+use crate::math::{angle_between, from_to};
+use crate::rig::{Pose, Rig};
+use glam::{Affine3A, Quat, Vec3};
+
+/// An iteration that lowers the score by less than this fraction made no progress.
+const STALL_RATIO: f64 = 1e-4;
+/// Iterations without progress tolerated before giving up.
+const STALL_PATIENCE: u32 = 2;
+/// How often a solve may bend a colinear joint to escape the straight-chain dead end.
+const MAX_BUMPS: u32 = 4;
+/// Smallest length errors are measured against (a chain of zero-length bones).
+const MIN_LENGTH_SCALE: f32 = 1e-12;
+/// The bend applied to a colinear joint (radians).
+const BUMP_ANGLE: f32 = 0.05;
+/// Joints whose incoming and outgoing segments are closer than this angle are colinear.
+const COLINEAR_ANGLE: f32 = 1e-3;
+
+/// How rotation targets are handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GoalMode {
+    /// Position-only solvers (FABRIK, CCD, two-bone): a rotation target fixes the
+    /// effector bone's orientation, and its chain above reaches for the point that
+    /// orientation implies.
+    Positional,
+    /// The Jacobian solvers: rotation targets are rows of the system.
+    Full,
+}
+
+/// A validated goal with everything a solver needs precomputed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PreparedGoal {
+    /// The goal as given (rotation normalised).
+    pub goal: Goal,
+    /// The bone whose frame carries the point the solver positions (`None`: nothing moves it).
+    pub owner: Option<usize>,
+    /// That point in the owner's frame.
+    pub local_point: Vec3,
+    /// The goal's effector point (head or tail) in its bone's frame.
+    pub effector_local: Vec3,
+    /// Where that point should go.
+    pub target: Vec3,
+    /// Armature-space rotation imposed on the effector bone after each step (positional mode).
+    pub orientation: Option<Quat>,
+    /// Range in `Workspace::goal_joints` of the bones the goal may turn, nearest first.
+    pub joints: (usize, usize),
+    /// Length of the chain the solver positions (sum of its segments).
+    pub reach: f32,
+    /// Length of the goal's own chain (never zero): position errors are measured against it.
+    pub length_scale: f32,
+    /// Absolute position tolerance for this goal.
+    pub tolerance: f32,
+}
+
+/// Residuals of the current pose.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Evaluation {
+    pub residual: f32,
+    pub rotation_residual: f32,
+    pub reached: bool,
+    /// Weighted sum of squared relative errors: what the driver watches for progress.
+    pub score: f64,
+}
+
+/// The working state of one solver, reused from solve to solve.
+#[derive(Debug, Clone)]
+pub(crate) struct Workspace {
+    pub pose: Pose,
+    pub world: Vec<Affine3A>,
+    /// Rotation part of each bone's armature-space frame (rest and pose rotations only).
+    pub world_rot: Vec<Quat>,
+    pub goals: Vec<PreparedGoal>,
+    pub goal_joints: Vec<usize>,
+    /// Euler angles of limited joints, kept near their previous values between steps.
+    pub euler: Vec<[f32; 3]>,
+    /// Smallest index any goal may move: forward kinematics restarts here.
+    pub first_active: usize,
+    pub mode: GoalMode,
+}
+
+impl Default for Workspace {
+    fn default() -> Self {
+        Workspace {
+            pose: Pose::rest(0),
+            world: Vec::new(),
+            world_rot: Vec::new(),
+            goals: Vec::new(),
+            goal_joints: Vec::new(),
+            euler: Vec::new(),
+            first_active: 0,
+            mode: GoalMode::Positional,
+        }
+    }
+}
+
+impl Workspace {
+    /// Copies and validates the start pose, runs forward kinematics and prepares `goals`.
+    pub fn prepare(
+        &mut self,
+        rig: &Rig,
+        start: &Pose,
+        goals: &[Goal],
+        mode: GoalMode,
+        params: &IterationParams,
+    ) -> Result<()> {
+        params.validate()?;
+        self.mode = mode;
+        self.pose.copy_from(start);
+        self.pose.validate(rig)?;
+        let n = rig.len();
+        self.world.resize(n, Affine3A::IDENTITY);
+        self.world_rot.resize(n, Quat::IDENTITY);
+        self.euler.clear();
+        for i in 0..n {
+            let limits = rig.limits(i);
+            self.euler.push(match limits.is_free() {
+                true => [0.0; 3],
+                false => limits.order.from_quat(self.pose.rotations[i]),
+            });
+        }
+        self.first_active = 0;
+        self.forward_kinematics(rig);
+
+        self.goals.clear();
+        self.goal_joints.clear();
+        for (index, goal) in goals.iter().enumerate() {
+            let goal = validate_goal(rig, index, goal)?;
+            if goal.weight > 0.0 {
+                let prepared = self.prepare_goal(rig, goal, params);
+                self.goals.push(prepared);
+            }
+        }
+        // Effectors in depth-first order, as the guide advises: earlier chains (the spine)
+        // settle before the limbs hanging from them.
+        self.goals.sort_by_key(|g| g.goal.bone);
+        self.first_active = self
+            .goals
+            .iter()
+            .filter(|g| g.joints.0 < g.joints.1)
+            .map(|g| self.goal_joints[g.joints.1 - 1])
+            .min()
+            .unwrap_or(n);
+        Ok(())
+    }
+
+    fn prepare_goal(&mut self, rig: &Rig, goal: Goal, params: &IterationParams) -> PreparedGoal {
+        let bone = goal.bone;
+        let chain_root = chain_root(rig, bone, goal.chain_length);
+        let mut orientation = None;
+        let mut target = goal.target;
+        let (mut owner, mut local_point) = match goal.point {
+            EffectorPoint::Tail => (Some(bone), Vec3::new(0.0, rig.length(bone), 0.0)),
+            EffectorPoint::Head => (rig.parent(bone), self.head_in_parent(rig, bone)),
+        };
+        // The original chain's length sets the tolerance, whatever the solver positions.
+        let length_scale = self
+            .chain_reach(rig, owner, local_point, chain_root)
+            .max(MIN_LENGTH_SCALE);
+        let tolerance = params.tolerance * length_scale;
+        if self.mode == GoalMode::Positional {
+            if let Some(rotation) = goal.rotation.filter(|_| goal.rotation_weight > 0.0) {
+                let current = self.world_rot[bone];
+                let blended = current.slerp(rotation, goal.rotation_weight.min(1.0));
+                if goal.point == EffectorPoint::Tail {
+                    let (head, tail) = rig.head_tail(&self.world[bone], bone);
+                    target -= (blended * current.conjugate()) * (tail - head);
+                }
+                orientation = Some(blended);
+                owner = rig.parent(bone);
+                local_point = self.head_in_parent(rig, bone);
+            }
+        }
+        // In full mode the effector bone itself turns for a rotation target even when the
+        // positioned point is its head.
+        let lowest = match self.mode {
+            GoalMode::Full => Some(bone),
+            GoalMode::Positional => owner,
+        };
+        let start = self.goal_joints.len();
+        if let Some(mut j) = lowest {
+            // `lowest` is the bone or its parent; it is in the chain unless it lies above the root.
+            let in_chain = j == bone || rig.subtree(chain_root).contains(&j);
+            if in_chain {
+                loop {
+                    self.goal_joints.push(j);
+                    if j == chain_root {
+                        break;
+                    }
+                    match rig.parent(j) {
+                        Some(p) => j = p,
+                        None => break,
+                    }
+                }
+            }
+        }
+        let joints = (start, self.goal_joints.len());
+        let has_joints = joints.0 < joints.1;
+        let reach = if has_joints {
+            self.chain_reach(rig, owner, local_point, chain_root)
+        } else {
+            0.0
+        };
+        let effector_local = match goal.point {
+            EffectorPoint::Tail => Vec3::new(0.0, rig.length(bone), 0.0),
+            EffectorPoint::Head => Vec3::ZERO,
+        };
+        PreparedGoal {
+            goal,
+            effector_local,
+            owner: owner.filter(|_| has_joints),
+            local_point,
+            target,
+            orientation,
+            joints,
+            reach,
+            length_scale,
+            tolerance,
+        }
+    }
+
+    /// The head of `bone` in its parent's frame (its local translation).
+    fn head_in_parent(&self, rig: &Rig, bone: usize) -> Vec3 {
+        Vec3::from(rig.local_matrix(&self.pose, bone).translation)
+    }
+
+    /// Sum of the segments from the chain root's head, through each joint's head, to the
+    /// point carried by `owner`.
+    fn chain_reach(
+        &self,
+        rig: &Rig,
+        owner: Option<usize>,
+        local_point: Vec3,
+        chain_root: usize,
+    ) -> f32 {
+        let Some(mut j) = owner else { return 0.0 };
+        if !rig.subtree(chain_root).contains(&j) {
+            return 0.0;
+        }
+        let mut reach = 0.0;
+        let mut point = self.world[j].transform_point3(local_point);
+        loop {
+            let head = Vec3::from(self.world[j].translation);
+            reach += point.distance(head);
+            point = head;
+            if j == chain_root {
+                return reach;
+            }
+            match rig.parent(j) {
+                Some(p) => j = p,
+                None => return reach,
+            }
+        }
+    }
+
+    /// The joints goal `g` may turn, nearest the effector first.
+    pub fn joints(&self, g: usize) -> &[usize] {
+        let (a, b) = self.goals[g].joints;
+        &self.goal_joints[a..b]
+    }
+
+    /// Forward kinematics from `first_active` on.
+    pub fn forward_kinematics(&mut self, rig: &Rig) {
+        for i in self.first_active..rig.len() {
+            self.update_bone(rig, i);
+        }
+    }
+
+    /// Recomputes bone `i`'s frame from its parent's (which must be current).
+    #[inline]
+    pub fn update_bone(&mut self, rig: &Rig, i: usize) {
+        let local = rig.local_matrix(&self.pose, i);
+        let rot = rig.rest(i).rotation * self.pose.rotations[i];
+        match rig.parent(i) {
+            Some(p) => {
+                self.world[i] = self.world[p] * local;
+                self.world_rot[i] = self.world_rot[p] * rot;
+            }
+            None => {
+                self.world[i] = local;
+                self.world_rot[i] = rot;
+            }
+        }
+    }
+
+    /// Armature-space rotation of bone `i`'s frame before its pose rotation.
+    #[inline]
+    pub fn frame_before_basis(&self, rig: &Rig, i: usize) -> Quat {
+        match rig.parent(i) {
+            Some(p) => self.world_rot[p] * rig.rest(i).rotation,
+            None => rig.rest(i).rotation,
+        }
+    }
+
+    /// Head of bone `i`.
+    #[inline]
+    pub fn head(&self, i: usize) -> Vec3 {
+        Vec3::from(self.world[i].translation)
+    }
+
+    /// Current position of the point goal `g`'s solver positions.
+    #[inline]
+    pub fn point(&self, g: usize) -> Vec3 {
+        let goal = &self.goals[g];
+        match goal.owner {
+            Some(o) => self.world[o].transform_point3(goal.local_point),
+            None => self.effector(g),
+        }
+    }
+
+    /// Current position of goal `g`'s effector point (head or tail of its bone).
+    #[inline]
+    pub fn effector(&self, g: usize) -> Vec3 {
+        let goal = &self.goals[g];
+        self.world[goal.goal.bone].transform_point3(goal.effector_local)
+    }
+
+    /// Turns bone `i` by the armature-space rotation `delta` about its head, through the
+    /// joint limits, and refreshes its own frame (children are left stale).
+    pub fn rotate_bone(&mut self, rig: &Rig, i: usize, delta: Quat) {
+        let frame = self.frame_before_basis(rig, i);
+        let local = (frame.conjugate() * delta * self.world_rot[i]).normalize();
+        self.set_local_rotation(rig, i, local);
+    }
+
+    /// Sets bone `i`'s pose rotation through the joint limits and refreshes its frame.
+    pub fn set_local_rotation(&mut self, rig: &Rig, i: usize, local: Quat) {
+        self.store_local_rotation(rig, i, local);
+        self.update_bone(rig, i);
+    }
+
+    /// Sets bone `i`'s pose rotation through the joint limits without touching any frame
+    /// (for simultaneous updates followed by forward kinematics).
+    pub fn store_local_rotation(&mut self, rig: &Rig, i: usize, local: Quat) {
+        let limits = rig.limits(i);
+        let limited = limits.clamp_rotation(local);
+        if !limited.is_finite() {
+            // Never let a degenerate update poison the pose: keep the previous rotation.
+            return;
+        }
+        // Stay in the hemisphere of the previous value so keys interpolate the short way.
+        let previous = self.pose.rotations[i];
+        self.pose.rotations[i] = if limited.dot(previous) < 0.0 {
+            -limited
+        } else {
+            limited
+        };
+        if !limits.is_free() {
+            self.euler[i] = limits.angles_of(self.pose.rotations[i], self.euler[i]);
+        }
+    }
+
+    /// Residuals of the current pose against the goals as given.
+    pub fn evaluate(&self, params: &IterationParams) -> Evaluation {
+        let mut eval = Evaluation {
+            residual: 0.0,
+            rotation_residual: 0.0,
+            reached: true,
+            score: 0.0,
+        };
+        for (g, prepared) in self.goals.iter().enumerate() {
+            let goal = &prepared.goal;
+            let error = self.effector(g).distance(goal.target);
+            eval.residual = eval.residual.max(error);
+            eval.reached &= error <= prepared.tolerance;
+            let relative = (error / prepared.length_scale) as f64;
+            eval.score += goal.weight as f64 * relative * relative;
+            if let Some(rotation) = goal.rotation.filter(|_| goal.rotation_weight > 0.0) {
+                let angle = angle_between(self.world_rot[goal.bone], rotation);
+                eval.rotation_residual = eval.rotation_residual.max(angle);
+                if goal.rotation_weight >= 1.0 {
+                    eval.reached &= angle <= params.rotation_tolerance;
+                }
+                if self.mode == GoalMode::Full {
+                    eval.score +=
+                        (goal.weight * goal.rotation_weight) as f64 * (angle as f64).powi(2);
+                }
+            }
+        }
+        eval
+    }
+
+    /// Imposes the orientations of rotation goals (positional mode) and turns chains
+    /// towards their poles, then refreshes forward kinematics.
+    fn after_step(&mut self, rig: &Rig) {
+        for g in 0..self.goals.len() {
+            let goal = self.goals[g];
+            if let Some(orientation) = goal.orientation {
+                let bone = goal.goal.bone;
+                if let Some(p) = rig.parent(bone) {
+                    // The parent is current only after a refresh of the chain above.
+                    self.refresh_path(rig, p);
+                }
+                let frame = self.frame_before_basis(rig, bone);
+                self.set_local_rotation(rig, bone, frame.conjugate() * orientation);
+            }
+            if let Some(pole) = goal.goal.pole {
+                self.forward_kinematics(rig);
+                self.twist_towards_pole(rig, g, pole);
+            }
+        }
+        self.forward_kinematics(rig);
+    }
+
+    /// Refreshes the frames of `first_active..=bone`: in depth-first order that range
+    /// holds every moved bone above `bone`.
+    fn refresh_path(&mut self, rig: &Rig, bone: usize) {
+        for i in self.first_active..=bone {
+            self.update_bone(rig, i);
+        }
+    }
+
+    /// Turns goal `g`'s whole chain about the line from its root's head to its effector
+    /// so the chain's bend points at `pole`. The effector does not move.
+    pub fn twist_towards_pole(&mut self, rig: &Rig, g: usize, pole: Vec3) {
+        let joints = self.joints(g);
+        if joints.len() < 2 {
+            return;
+        }
+        let top = joints[joints.len() - 1];
+        let root = self.head(top);
+        let axis = self.point(g) - root;
+        if axis.length_squared() < 1e-20 {
+            return;
+        }
+        let axis = axis.normalize();
+        // The bend: mean offset of the intermediate joints from the root-effector line.
+        let inner = &joints[..joints.len() - 1];
+        let mean = inner.iter().map(|&j| self.head(j)).sum::<Vec3>() / inner.len() as f32;
+        let bend = reject(mean - root, axis);
+        let wanted = reject(pole - root, axis);
+        let tiny = 1e-6 * (mean - root).length().max(f32::MIN_POSITIVE);
+        if bend.length() < tiny || wanted.length_squared() < 1e-20 {
+            return;
+        }
+        let delta = from_to(bend, wanted);
+        self.rotate_bone(rig, top, delta);
+    }
+
+    /// Bends joints that sit straight in a chain whose target lies within reach but is not
+    /// reached: no rotation of a straight chain's joints can shorten it, a dead end for
+    /// every iterative solver. Returns whether anything was bent.
+    pub fn bump_colinear(&mut self, rig: &Rig) -> bool {
+        let mut bumped = false;
+        for g in 0..self.goals.len() {
+            let goal = self.goals[g];
+            let joints = goal.joints;
+            if joints.1 - joints.0 < 2 {
+                continue;
+            }
+            let top = self.goal_joints[joints.1 - 1];
+            let point = self.point(g);
+            if point.distance(goal.target) <= goal.tolerance
+                || self.head(top).distance(goal.target) >= goal.reach * (1.0 - 1e-3)
+            {
+                continue;
+            }
+            let mut next = point;
+            for k in joints.0..joints.1 - 1 {
+                let j = self.goal_joints[k];
+                let above = self.goal_joints[k + 1];
+                let head = self.head(j);
+                let incoming = head - self.head(above);
+                let outgoing = next - head;
+                next = head;
+                if incoming.length_squared() < 1e-20 || outgoing.length_squared() < 1e-20 {
+                    continue;
+                }
+                if incoming.angle_between(outgoing) < COLINEAR_ANGLE {
+                    let before = self.pose.rotations[j];
+                    for axis in [Vec3::X, Vec3::Z] {
+                        let bent = before * Quat::from_axis_angle(axis, BUMP_ANGLE);
+                        self.set_local_rotation(rig, j, bent);
+                        if angle_between(self.pose.rotations[j], before) > 0.5 * BUMP_ANGLE {
+                            bumped = true;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        if bumped {
+            self.forward_kinematics(rig);
+        }
+        bumped
+    }
+
+    /// Runs `step` until the goals are reached, the iteration cap is hit, or progress
+    /// stops. Every step is followed by the orientation and pole passes.
+    pub fn iterate(
+        &mut self,
+        rig: &Rig,
+        params: &IterationParams,
+        mut step: impl FnMut(&mut Workspace, &Rig),
+    ) -> SolveReport {
+        let mut eval = self.evaluate(params);
+        let mut iterations = 0;
+        let (mut stalls, mut bumps) = (0, 0);
+        while !eval.reached && iterations < params.max_iterations {
+            step(self, rig);
+            self.after_step(rig);
+            iterations += 1;
+            let next = self.evaluate(params);
+            let progressed = next.score < eval.score * (1.0 - STALL_RATIO);
+            eval = next;
+            if progressed || eval.reached {
+                stalls = 0;
+                continue;
+            }
+            if bumps < MAX_BUMPS && self.bump_colinear(rig) {
+                bumps += 1;
+                eval = self.evaluate(params);
+                continue;
+            }
+            stalls += 1;
+            if stalls >= STALL_PATIENCE {
+                break;
+            }
+        }
+        self.report(eval, iterations)
+    }
+
+    /// Runs the orientation and pole passes once and reports (for one-shot solvers).
+    pub fn finish_one_shot(&mut self, rig: &Rig, params: &IterationParams) -> SolveReport {
+        self.after_step(rig);
+        let eval = self.evaluate(params);
+        self.report(eval, 1)
+    }
+
+    fn report(&self, eval: Evaluation, iterations: u32) -> SolveReport {
+        SolveReport {
+            iterations,
+            residual: eval.residual,
+            rotation_residual: eval.rotation_residual,
+            reached: eval.reached,
+        }
+    }
+
+    /// Copies the working pose into `out`.
+    pub fn write_pose(&self, out: &mut Pose) {
+        out.copy_from(&self.pose);
+    }
+}
+
+/// The component of `v` perpendicular to the unit vector `axis`.
+#[inline]
+pub(crate) fn reject(v: Vec3, axis: Vec3) -> Vec3 {
+    v - axis * v.dot(axis)
+}
+
+/// The topmost bone a goal on `bone` with `chain_length` may move.
+fn chain_root(rig: &Rig, bone: usize, chain_length: usize) -> usize {
+    let mut root = bone;
+    let mut count = 1;
+    while chain_length == 0 || count < chain_length {
+        match rig.parent(root) {
+            Some(p) => root = p,
+            None => break,
+        }
+        count += 1;
+    }
+    root
+}
+
+fn validate_goal(rig: &Rig, index: usize, goal: &Goal) -> Result<Goal> {
+    let mut goal = *goal;
+    if goal.bone >= rig.len() {
+        return Err(TendonError::BoneIndex {
+            what: format!("goal {index}"),
+            index: goal.bone,
+            count: rig.len(),
+        });
+    }
+    let name = rig.name(goal.bone);
+    let what = |field: &str| format!("{field} of goal {index} (bone '{name}')");
+    ensure_finite(&goal.target.to_array(), || what("target"))?;
+    ensure_finite(&[goal.weight], || what("weight"))?;
+    ensure_finite(&[goal.rotation_weight], || what("rotation weight"))?;
+    for (field, value) in [
+        ("weight", goal.weight),
+        ("rotation weight", goal.rotation_weight),
+    ] {
+        if value < 0.0 {
+            return Err(TendonError::InvalidValue {
+                what: what(field),
+                reason: format!("{value} is negative"),
+            });
+        }
+    }
+    if let Some(pole) = goal.pole {
+        ensure_finite(&pole.to_array(), || what("pole"))?;
+    }
+    if let Some(rotation) = goal.rotation {
+        ensure_finite(&rotation.to_array(), || what("rotation"))?;
+        if rotation.length_squared() < 1e-12 {
+            return Err(TendonError::InvalidValue {
+                what: what("rotation"),
+                reason: "a zero quaternion is not a rotation".into(),
+            });
+        }
+        goal.rotation = Some(rotation.normalize());
+    }
+    Ok(goal)
+}

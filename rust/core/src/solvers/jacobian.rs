@@ -1,0 +1,537 @@
+//! Jacobian solvers with an analytic Jacobian: the column of a joint's degree of freedom
+//! is `axis x (effector - joint head)` for positions and `axis` for rotations, so a joint
+//! resting on a limit still sees which way it could move (finite differences would not).
+//!
+//! A free joint has three degrees of freedom about the armature axes; a limited joint has
+//! one per unlocked Euler axis, so locks remove columns and ranges clamp exact angles.
+//! Goals are stacked: three position rows each (scaled by the square root of the weight
+//! over the chain length, so errors are relative) and three rotation rows for rotation
+//! targets (scaled by the square root of weight times rotation weight).
+
+use super::driver::{GoalMode, Workspace};
+use super::{IterationParams, SolveReport, Solver};
+use crate::error::{Result, TendonError};
+use crate::goal::Goal;
+use crate::math::dense::solve_damped_spd;
+use crate::rig::{Pose, Rig};
+use glam::{Quat, Vec3};
+use nalgebra::{DMatrix, DVector};
+use serde::{Deserialize, Serialize};
+
+/// Damped least squares settings.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct JacobianDlsParams {
+    /// Iteration cap, tolerance and step clamp.
+    #[serde(flatten)]
+    pub iteration: IterationParams,
+    /// Damping (lambda) on the relative-error scale; larger is steadier and slower. With
+    /// `adaptive`, the damping of the first step.
+    pub damping: f32,
+    /// Adapt the damping each iteration (Levenberg-Marquardt): lower it after a step that
+    /// helped, raise it and retry after one that did not.
+    pub adaptive: bool,
+}
+
+impl Default for JacobianDlsParams {
+    fn default() -> Self {
+        JacobianDlsParams {
+            iteration: IterationParams {
+                max_iterations: 100,
+                max_step_angle: 0.5,
+                ..IterationParams::default()
+            },
+            damping: 0.1,
+            adaptive: true,
+        }
+    }
+}
+
+/// Jacobian transpose settings.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct JacobianTransposeParams {
+    /// Iteration cap, tolerance and step clamp.
+    #[serde(flatten)]
+    pub iteration: IterationParams,
+}
+
+impl Default for JacobianTransposeParams {
+    fn default() -> Self {
+        JacobianTransposeParams {
+            iteration: IterationParams {
+                max_iterations: 1000,
+                max_step_angle: 0.2,
+                ..IterationParams::default()
+            },
+        }
+    }
+}
+
+/// Damping bounds of the adaptive scheme.
+const MIN_DAMPING: f64 = 1e-6;
+const MAX_DAMPING: f64 = 1e4;
+/// Retries with more damping (or shorter steps) before an iteration gives up.
+const RETRIES: usize = 6;
+
+/// One degree of freedom: a turn of `bone` about an armature axis, or one of its Euler angles.
+#[derive(Debug, Clone, Copy)]
+struct Dof {
+    bone: usize,
+    axis: usize,
+    euler: bool,
+}
+
+/// Memory shared by both Jacobian solvers.
+#[derive(Debug, Clone)]
+struct Scratch {
+    dofs: Vec<Dof>,
+    /// Per bone, the first of its degrees of freedom (`usize::MAX` when it has none).
+    first_dof: Vec<usize>,
+    bones: Vec<usize>,
+    rows: usize,
+    /// Jacobian, column-major: `jac[dof * rows + row]`.
+    jac: Vec<f64>,
+    error: Vec<f64>,
+    step: Vec<f64>,
+    /// The bound at which a degree of freedom is held during this step.
+    held: Vec<Option<f32>>,
+    image: Vec<f64>,
+    normal: DMatrix<f64>,
+    rhs: DVector<f64>,
+    saved: Vec<Quat>,
+    saved_euler: Vec<[f32; 3]>,
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Scratch {
+            dofs: Vec::new(),
+            first_dof: Vec::new(),
+            bones: Vec::new(),
+            rows: 0,
+            jac: Vec::new(),
+            error: Vec::new(),
+            step: Vec::new(),
+            held: Vec::new(),
+            image: Vec::new(),
+            normal: DMatrix::zeros(0, 0),
+            rhs: DVector::zeros(0),
+            saved: Vec::new(),
+            saved_euler: Vec::new(),
+        }
+    }
+}
+
+impl Scratch {
+    fn prepare(&mut self, ws: &Workspace, rig: &Rig) {
+        self.first_dof.clear();
+        self.first_dof.resize(rig.len(), usize::MAX);
+        self.bones.clear();
+        self.bones.extend_from_slice(&ws.goal_joints);
+        self.bones.sort_unstable();
+        self.bones.dedup();
+        self.dofs.clear();
+        for &bone in &self.bones {
+            let limits = rig.limits(bone);
+            self.first_dof[bone] = self.dofs.len();
+            if limits.is_free() {
+                self.dofs.extend((0..3).map(|axis| Dof {
+                    bone,
+                    axis,
+                    euler: false,
+                }));
+            } else {
+                let unlocked = (0..3).filter(|&a| !limits.axes()[a].is_locked());
+                self.dofs.extend(unlocked.map(|axis| Dof {
+                    bone,
+                    axis,
+                    euler: true,
+                }));
+            }
+        }
+        self.rows = ws
+            .goals
+            .iter()
+            .map(|g| if has_rotation(&g.goal) { 6 } else { 3 })
+            .sum();
+        let (m, n) = (self.rows, self.dofs.len());
+        self.jac.resize(m * n, 0.0);
+        self.error.resize(m, 0.0);
+        self.image.resize(m, 0.0);
+        self.step.resize(n, 0.0);
+        self.held.resize(n, None);
+        if self.normal.nrows() != m {
+            self.normal = DMatrix::zeros(m, m);
+        }
+        if self.rhs.len() != m {
+            self.rhs = DVector::zeros(m);
+        }
+        self.saved.resize(rig.len(), Quat::IDENTITY);
+        self.saved_euler.resize(rig.len(), [0.0; 3]);
+    }
+
+    /// The armature-space axis of a degree of freedom at the current pose.
+    fn axis(ws: &Workspace, rig: &Rig, dof: Dof) -> Vec3 {
+        if !dof.euler {
+            return [Vec3::X, Vec3::Y, Vec3::Z][dof.axis];
+        }
+        let local = rig.limits(dof.bone).order.rate_axes(ws.euler[dof.bone])[dof.axis];
+        (ws.frame_before_basis(rig, dof.bone) * local).normalize()
+    }
+
+    /// Fills the Jacobian and the scaled error at the current pose; returns the squared
+    /// error norm (the driver's score).
+    fn linearise(&mut self, ws: &Workspace, rig: &Rig) -> f64 {
+        self.jac.iter_mut().for_each(|v| *v = 0.0);
+        let m = self.rows;
+        let mut row = 0;
+        for (g, prepared) in ws.goals.iter().enumerate() {
+            let goal = prepared.goal;
+            let effector = ws.effector(g);
+            let position_scale = (goal.weight as f64).sqrt() / prepared.length_scale as f64;
+            let e = (goal.target - effector).as_dvec3() * position_scale;
+            self.error[row..row + 3].copy_from_slice(&e.to_array());
+            let rotation_scale = has_rotation(&goal).then(|| {
+                let target = goal.rotation.unwrap_or(Quat::IDENTITY);
+                let mut turn = target * ws.world_rot[goal.bone].conjugate();
+                if turn.w < 0.0 {
+                    turn = -turn;
+                }
+                let s = ((goal.weight * goal.rotation_weight) as f64).sqrt();
+                let r = turn.to_scaled_axis().as_dvec3() * s;
+                self.error[row + 3..row + 6].copy_from_slice(&r.to_array());
+                s
+            });
+            for &bone in ws.joints(g) {
+                let head = ws.head(bone);
+                let first = self.first_dof[bone];
+                for d in first..self.dofs.len() {
+                    let dof = self.dofs[d];
+                    if dof.bone != bone {
+                        break;
+                    }
+                    let axis = Self::axis(ws, rig, dof);
+                    let column = &mut self.jac[d * m..(d + 1) * m];
+                    let dp = axis.cross(effector - head).as_dvec3() * position_scale;
+                    column[row..row + 3].copy_from_slice(&dp.to_array());
+                    if let Some(s) = rotation_scale {
+                        column[row + 3..row + 6].copy_from_slice(&(axis.as_dvec3() * s).to_array());
+                    }
+                }
+            }
+            row += if rotation_scale.is_some() { 6 } else { 3 };
+        }
+        self.error.iter().map(|e| e * e).sum()
+    }
+
+    fn column(&self, d: usize) -> &[f64] {
+        &self.jac[d * self.rows..(d + 1) * self.rows]
+    }
+
+    /// Damped least squares step `J^T (J J^T + lambda^2 I)^-1 e`. Degrees of freedom the
+    /// step would push past a limit are held at their bound and the system is solved again
+    /// for the error they leave, so other joints take it up instead of it being lost.
+    fn dls_step(&mut self, ws: &Workspace, rig: &Rig, damping: f64) -> bool {
+        self.held.iter_mut().for_each(|h| *h = None);
+        for _ in 0..4 {
+            if !self.solve_unheld(ws, damping) {
+                return false;
+            }
+            let mut newly_held = false;
+            for d in 0..self.dofs.len() {
+                let dof = self.dofs[d];
+                if !dof.euler || self.held[d].is_some() {
+                    continue;
+                }
+                let wanted = ws.euler[dof.bone][dof.axis] + self.step[d] as f32;
+                let allowed = rig.limits(dof.bone).clamp_axis(dof.axis, wanted);
+                if allowed != wanted {
+                    self.held[d] = Some(allowed);
+                    newly_held = true;
+                }
+            }
+            if !newly_held {
+                break;
+            }
+        }
+        true
+    }
+
+    fn solve_unheld(&mut self, ws: &Workspace, damping: f64) -> bool {
+        let m = self.rows;
+        self.rhs.as_mut_slice().copy_from_slice(&self.error);
+        self.normal.fill(0.0);
+        for d in 0..self.dofs.len() {
+            if let Some(bound) = self.held[d] {
+                let dof = self.dofs[d];
+                let step = (bound - ws.euler[dof.bone][dof.axis]) as f64;
+                self.step[d] = step;
+                for r in 0..m {
+                    self.rhs[r] -= self.jac[d * m + r] * step;
+                }
+                continue;
+            }
+            let column = &self.jac[d * m..(d + 1) * m];
+            for (c, &jc) in column.iter().enumerate() {
+                if jc == 0.0 {
+                    continue;
+                }
+                for (r, &jr) in column.iter().enumerate() {
+                    self.normal[(r, c)] += jr * jc;
+                }
+            }
+        }
+        if !solve_damped_spd(&mut self.normal, damping * damping, &mut self.rhs) {
+            if self.normal.nrows() != m {
+                self.normal = DMatrix::zeros(m, m);
+            }
+            return false;
+        }
+        for d in 0..self.dofs.len() {
+            if self.held[d].is_none() {
+                self.step[d] = self
+                    .column(d)
+                    .iter()
+                    .zip(self.rhs.iter())
+                    .map(|(j, y)| j * y)
+                    .sum();
+            }
+        }
+        true
+    }
+
+    /// Jacobian transpose step `alpha J^T e`, with the step length that is optimal for the
+    /// linearised problem: `alpha = (e . J J^T e) / |J J^T e|^2`.
+    fn transpose_step(&mut self) -> bool {
+        let m = self.rows;
+        for d in 0..self.dofs.len() {
+            self.step[d] = self
+                .column(d)
+                .iter()
+                .zip(&self.error)
+                .map(|(j, e)| j * e)
+                .sum();
+        }
+        self.image.iter_mut().for_each(|v| *v = 0.0);
+        for d in 0..self.dofs.len() {
+            let s = self.step[d];
+            for r in 0..m {
+                self.image[r] += self.jac[d * m + r] * s;
+            }
+        }
+        let along: f64 = self.image.iter().zip(&self.error).map(|(a, e)| a * e).sum();
+        let norm: f64 = self.image.iter().map(|a| a * a).sum();
+        if norm.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+            return false;
+        }
+        let alpha = along / norm;
+        self.step.iter_mut().for_each(|s| *s *= alpha);
+        true
+    }
+
+    /// Scales the step so no joint turns more than `max_angle`; false if it is not finite.
+    fn clamp_step(&mut self, max_angle: f32) -> bool {
+        if !self.step.iter().all(|s| s.is_finite()) {
+            return false;
+        }
+        let mut largest = 0.0f64;
+        let mut d = 0;
+        while d < self.dofs.len() {
+            if self.dofs[d].euler {
+                largest = largest.max(self.step[d].abs());
+                d += 1;
+            } else {
+                let turn = self.step[d..d + 3]
+                    .iter()
+                    .map(|s| s * s)
+                    .sum::<f64>()
+                    .sqrt();
+                largest = largest.max(turn);
+                d += 3;
+            }
+        }
+        if largest > max_angle as f64 {
+            let scale = max_angle as f64 / largest;
+            self.step.iter_mut().for_each(|s| *s *= scale);
+        }
+        true
+    }
+
+    /// Applies `scale` times the step to every joint at once (linearised at the current
+    /// pose), through the limits, then reruns forward kinematics.
+    fn apply_step(&self, ws: &mut Workspace, rig: &Rig, scale: f64) {
+        let mut d = 0;
+        while d < self.dofs.len() {
+            let bone = self.dofs[d].bone;
+            if self.dofs[d].euler {
+                let limits = *rig.limits(bone);
+                let mut angles = ws.euler[bone];
+                while d < self.dofs.len() && self.dofs[d].bone == bone {
+                    let axis = self.dofs[d].axis;
+                    angles[axis] =
+                        limits.clamp_axis(axis, angles[axis] + (scale * self.step[d]) as f32);
+                    d += 1;
+                }
+                ws.euler[bone] = angles;
+                ws.store_local_rotation(rig, bone, limits.order.to_quat(angles));
+            } else {
+                let turn = Vec3::new(
+                    self.step[d] as f32,
+                    self.step[d + 1] as f32,
+                    self.step[d + 2] as f32,
+                ) * scale as f32;
+                let frame = ws.frame_before_basis(rig, bone);
+                let local = frame.conjugate()
+                    * Quat::from_scaled_axis(turn)
+                    * frame
+                    * ws.pose.rotations[bone];
+                ws.store_local_rotation(rig, bone, local.normalize());
+                d += 3;
+            }
+        }
+        ws.forward_kinematics(rig);
+    }
+
+    fn save(&mut self, ws: &Workspace) {
+        for &bone in &self.bones {
+            self.saved[bone] = ws.pose.rotations[bone];
+            self.saved_euler[bone] = ws.euler[bone];
+        }
+    }
+
+    fn restore(&self, ws: &mut Workspace, rig: &Rig) {
+        for &bone in &self.bones {
+            ws.pose.rotations[bone] = self.saved[bone];
+            ws.euler[bone] = self.saved_euler[bone];
+        }
+        ws.forward_kinematics(rig);
+    }
+}
+
+fn has_rotation(goal: &Goal) -> bool {
+    goal.rotation.is_some() && goal.rotation_weight > 0.0
+}
+
+/// Damped least squares (Levenberg-Marquardt when adaptive), solved with nalgebra's
+/// Cholesky on the small `rows x rows` system.
+#[derive(Debug, Clone, Default)]
+pub struct JacobianDls {
+    /// Settings.
+    pub params: JacobianDlsParams,
+    ws: Workspace,
+    scratch: Scratch,
+}
+
+impl JacobianDls {
+    /// A solver with these settings.
+    pub fn new(params: JacobianDlsParams) -> Self {
+        JacobianDls {
+            params,
+            ..JacobianDls::default()
+        }
+    }
+}
+
+impl Solver for JacobianDls {
+    fn solve_into(
+        &mut self,
+        rig: &Rig,
+        start: &Pose,
+        goals: &[Goal],
+        out: &mut Pose,
+    ) -> Result<SolveReport> {
+        let params = self.params;
+        if !(params.damping.is_finite() && params.damping >= 0.0) {
+            return Err(TendonError::InvalidValue {
+                what: "damping".into(),
+                reason: format!("{} must be a finite number >= 0", params.damping),
+            });
+        }
+        self.ws
+            .prepare(rig, start, goals, GoalMode::Full, &params.iteration)?;
+        self.scratch.prepare(&self.ws, rig);
+        let scratch = &mut self.scratch;
+        let mut damping =
+            (params.damping as f64).max(if params.adaptive { MIN_DAMPING } else { 0.0 });
+        let report = self.ws.iterate(rig, &params.iteration, |ws, rig| {
+            let before = scratch.linearise(ws, rig);
+            scratch.save(ws);
+            for _ in 0..RETRIES {
+                if scratch.dls_step(ws, rig, damping)
+                    && scratch.clamp_step(params.iteration.max_step_angle)
+                {
+                    scratch.apply_step(ws, rig, 1.0);
+                    if !params.adaptive {
+                        return;
+                    }
+                    if ws.evaluate(&params.iteration).score < before {
+                        damping = (damping * 0.3).max(MIN_DAMPING);
+                        return;
+                    }
+                    scratch.restore(ws, rig);
+                }
+                if !params.adaptive {
+                    return;
+                }
+                damping = (damping * 10.0).min(MAX_DAMPING);
+            }
+        });
+        self.ws.write_pose(out);
+        Ok(report)
+    }
+}
+
+/// Jacobian transpose with the optimal step length of the linearised problem, shortened
+/// while it makes things worse.
+#[derive(Debug, Clone, Default)]
+pub struct JacobianTranspose {
+    /// Settings.
+    pub params: JacobianTransposeParams,
+    ws: Workspace,
+    scratch: Scratch,
+}
+
+impl JacobianTranspose {
+    /// A solver with these settings.
+    pub fn new(params: JacobianTransposeParams) -> Self {
+        JacobianTranspose {
+            params,
+            ..JacobianTranspose::default()
+        }
+    }
+}
+
+impl Solver for JacobianTranspose {
+    fn solve_into(
+        &mut self,
+        rig: &Rig,
+        start: &Pose,
+        goals: &[Goal],
+        out: &mut Pose,
+    ) -> Result<SolveReport> {
+        let params = self.params.iteration;
+        self.ws
+            .prepare(rig, start, goals, GoalMode::Full, &params)?;
+        self.scratch.prepare(&self.ws, rig);
+        let scratch = &mut self.scratch;
+        let report = self.ws.iterate(rig, &params, |ws, rig| {
+            let before = scratch.linearise(ws, rig);
+            if !(scratch.transpose_step() && scratch.clamp_step(params.max_step_angle)) {
+                return;
+            }
+            scratch.save(ws);
+            let mut scale = 1.0;
+            for _ in 0..RETRIES {
+                scratch.apply_step(ws, rig, scale);
+                if ws.evaluate(&params).score < before {
+                    return;
+                }
+                scratch.restore(ws, rig);
+                scale *= 0.5;
+            }
+        });
+        self.ws.write_pose(out);
+        Ok(report)
+    }
+}

@@ -1,0 +1,164 @@
+//! The IK solvers. Each takes a rig, a start pose and goals, and returns a pose (local
+//! rotations; translations and scales are kept) and a [`SolveReport`].
+//!
+//! Every solver owns reusable scratch memory: after the first solve on a rig, solving
+//! again allocates nothing. Any solver can start from another's output (for example CCD
+//! for a rough pose, then damped least squares to refine it).
+
+mod ccd;
+mod driver;
+mod fabrik;
+mod jacobian;
+mod two_bone;
+
+pub use ccd::{Ccd, CcdParams};
+pub use fabrik::{Fabrik, FabrikParams};
+pub use jacobian::{JacobianDls, JacobianDlsParams, JacobianTranspose, JacobianTransposeParams};
+pub use two_bone::{TwoBone, TwoBoneParams};
+
+use crate::error::{Result, TendonError};
+use crate::goal::Goal;
+use crate::rig::{Pose, Rig};
+use serde::{Deserialize, Serialize};
+
+/// Settings every iterative solver shares, with the shared driver that applies them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct IterationParams {
+    /// Most iterations per solve.
+    pub max_iterations: u32,
+    /// A goal is reached when its effector is within `tolerance` times its chain's length
+    /// of the target (scale-free: the same value suits a finger and a crane).
+    pub tolerance: f32,
+    /// A full-weight rotation target is reached within this angle (radians).
+    pub rotation_tolerance: f32,
+    /// Largest turn of one joint in one iteration (radians); keeps steps stable.
+    pub max_step_angle: f32,
+}
+
+impl Default for IterationParams {
+    fn default() -> Self {
+        IterationParams {
+            max_iterations: 100,
+            tolerance: 1e-5,
+            rotation_tolerance: 1e-4,
+            max_step_angle: std::f32::consts::PI,
+        }
+    }
+}
+
+impl IterationParams {
+    /// Checks the settings are finite and positive.
+    pub fn validate(&self) -> Result<()> {
+        for (what, value) in [
+            ("tolerance", self.tolerance),
+            ("rotation tolerance", self.rotation_tolerance),
+            ("max step angle", self.max_step_angle),
+        ] {
+            if !(value.is_finite() && value > 0.0) {
+                return Err(TendonError::InvalidValue {
+                    what: what.into(),
+                    reason: format!("{value} must be a positive finite number"),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a solve achieved. Not reaching a target is a result, not an error.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct SolveReport {
+    /// Iterations run.
+    pub iterations: u32,
+    /// Largest distance from an effector to its target.
+    pub residual: f32,
+    /// Largest angle (radians) between an effector bone and its rotation target.
+    pub rotation_residual: f32,
+    /// Whether every goal is within tolerance.
+    pub reached: bool,
+}
+
+/// An IK solver with its own scratch memory.
+pub trait Solver {
+    /// Solves `goals` from `start`, writing the result into `out` (resized as needed).
+    fn solve_into(
+        &mut self,
+        rig: &Rig,
+        start: &Pose,
+        goals: &[Goal],
+        out: &mut Pose,
+    ) -> Result<SolveReport>;
+
+    /// Solves `goals` from `start` and returns the new pose.
+    fn solve(&mut self, rig: &Rig, start: &Pose, goals: &[Goal]) -> Result<(Pose, SolveReport)> {
+        let mut out = Pose::rest(0);
+        let report = self.solve_into(rig, start, goals, &mut out)?;
+        Ok((out, report))
+    }
+}
+
+/// Any solver with its parameters, as configuration files and the Python layer name them:
+/// `{"solver": "fabrik", "max_iterations": 50}`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "solver", rename_all = "snake_case")]
+pub enum SolverConfig {
+    /// [`Fabrik`].
+    Fabrik(FabrikParams),
+    /// [`Ccd`].
+    Ccd(CcdParams),
+    /// [`JacobianTranspose`].
+    JacobianTranspose(JacobianTransposeParams),
+    /// [`JacobianDls`].
+    JacobianDls(JacobianDlsParams),
+    /// [`TwoBone`].
+    TwoBone(TwoBoneParams),
+}
+
+impl SolverConfig {
+    /// Builds the configured solver.
+    pub fn build(&self) -> AnySolver {
+        match *self {
+            SolverConfig::Fabrik(p) => AnySolver::Fabrik(Fabrik::new(p)),
+            SolverConfig::Ccd(p) => AnySolver::Ccd(Ccd::new(p)),
+            SolverConfig::JacobianTranspose(p) => {
+                AnySolver::JacobianTranspose(JacobianTranspose::new(p))
+            }
+            SolverConfig::JacobianDls(p) => AnySolver::JacobianDls(JacobianDls::new(p)),
+            SolverConfig::TwoBone(p) => AnySolver::TwoBone(TwoBone::new(p)),
+        }
+    }
+}
+
+/// A solver chosen at run time.
+#[derive(Debug, Clone)]
+pub enum AnySolver {
+    /// FABRIK.
+    Fabrik(Fabrik),
+    /// Cyclic coordinate descent.
+    Ccd(Ccd),
+    /// Jacobian transpose.
+    JacobianTranspose(JacobianTranspose),
+    /// Damped least squares.
+    JacobianDls(JacobianDls),
+    /// Closed-form two-bone IK.
+    TwoBone(TwoBone),
+}
+
+impl Solver for AnySolver {
+    fn solve_into(
+        &mut self,
+        rig: &Rig,
+        start: &Pose,
+        goals: &[Goal],
+        out: &mut Pose,
+    ) -> Result<SolveReport> {
+        match self {
+            AnySolver::Fabrik(s) => s.solve_into(rig, start, goals, out),
+            AnySolver::Ccd(s) => s.solve_into(rig, start, goals, out),
+            AnySolver::JacobianTranspose(s) => s.solve_into(rig, start, goals, out),
+            AnySolver::JacobianDls(s) => s.solve_into(rig, start, goals, out),
+            AnySolver::TwoBone(s) => s.solve_into(rig, start, goals, out),
+        }
+    }
+}

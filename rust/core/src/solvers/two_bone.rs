@@ -1,0 +1,171 @@
+//! Closed-form two-bone IK (hip, knee, foot): exact in one step.
+//!
+//! The knee lands on the circle where the spheres about the hip and the target meet, on
+//! the side of its current position or in the plane of the pole. Too close, the longer
+//! bone points at the target and the other folds back; too far, both point at it. The
+//! upper bone turns so the limb's plane maps onto the new one (the knee keeps bending
+//! about the same local axis), then the lower bone turns within that plane.
+
+use super::driver::{reject, GoalMode, Workspace};
+use super::{IterationParams, SolveReport, Solver};
+use crate::error::Result;
+use crate::goal::{EffectorPoint, Goal};
+use crate::math::from_to;
+use crate::rig::{Pose, Rig};
+use glam::{Mat3, Quat, Vec3};
+use serde::{Deserialize, Serialize};
+
+/// Two-bone settings.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TwoBoneParams {
+    /// Only the tolerances are used (for `reached`); the solve is one step.
+    #[serde(flatten)]
+    pub iteration: IterationParams,
+}
+
+/// The two-bone solver. Each goal moves the two joints nearest its effector (one if the
+/// rig has no grandparent there), whatever its chain length; goals are solved in
+/// depth-first order.
+#[derive(Debug, Clone, Default)]
+pub struct TwoBone {
+    /// Settings.
+    pub params: TwoBoneParams,
+    ws: Workspace,
+    /// The goals with their chains cut to the two joints this solver moves.
+    limb_goals: Vec<Goal>,
+}
+
+impl TwoBone {
+    /// A solver with these settings.
+    pub fn new(params: TwoBoneParams) -> Self {
+        TwoBone {
+            params,
+            ..TwoBone::default()
+        }
+    }
+}
+
+/// New knee and foot positions for a hip at `a`, thigh and shin lengths `l_ab` and
+/// `l_bc`, target `t`: the knee goes to the side of `side_hint` (or of the pole), the foot
+/// as close to `t` as the lengths allow.
+pub(crate) fn place(
+    a: Vec3,
+    l_ab: f32,
+    l_bc: f32,
+    side_hint: Vec3,
+    foot_hint: Vec3,
+    t: Vec3,
+    pole: Option<Vec3>,
+) -> (Vec3, Vec3) {
+    let to_target = t - a;
+    let l_at = to_target.length();
+    // Unit vector from the hip towards the target (the seed's -n); with the target on the
+    // hip, keep the current foot direction.
+    let dir = if l_at > 1e-6 * (l_ab + l_bc) {
+        to_target / l_at
+    } else {
+        (foot_hint - a)
+            .try_normalize()
+            .or((side_hint - a).try_normalize())
+            .unwrap_or(Vec3::Y)
+    };
+    if l_at >= l_ab + l_bc {
+        let knee = a + dir * l_ab;
+        return (knee, knee + dir * l_bc);
+    }
+    if l_at <= (l_ab - l_bc).abs() {
+        let sign = if l_ab >= l_bc { 1.0 } else { -1.0 };
+        let knee = a + dir * (sign * l_ab);
+        return (knee, knee - dir * (sign * l_bc));
+    }
+    let cos = ((l_ab * l_ab + l_at * l_at - l_bc * l_bc) / (2.0 * l_ab * l_at)).clamp(-1.0, 1.0);
+    let sin = (1.0 - cos * cos).max(0.0).sqrt();
+    let centre = a + dir * (l_ab * cos);
+    let side = pole
+        .map(|p| reject(p - centre, dir))
+        .filter(|s| s.length_squared() > 1e-20)
+        .or_else(|| Some(reject(side_hint - centre, dir)).filter(|s| s.length_squared() > 1e-20))
+        .unwrap_or_else(|| dir.any_orthonormal_vector());
+    (centre + side.normalize() * (l_ab * sin), t)
+}
+
+/// The rotation taking the frame (u, u x w) onto (v, v x z), or the smallest one taking
+/// u onto v when either plane is undefined.
+pub(crate) fn align_planes(u: Vec3, w: Vec3, v: Vec3, z: Vec3) -> Quat {
+    let frame = |x: Vec3, y: Vec3| -> Option<Mat3> {
+        let x = x.try_normalize()?;
+        let n = x.cross(y).try_normalize()?;
+        Some(Mat3::from_cols(x, n, x.cross(n)))
+    };
+    match (frame(u, w), frame(v, z)) {
+        (Some(from), Some(to)) => Quat::from_mat3(&(to * from.transpose())).normalize(),
+        _ => from_to(u, v),
+    }
+}
+
+fn solve_goal(ws: &mut Workspace, rig: &Rig, g: usize) {
+    let joints = ws.joints(g);
+    let (lower, upper) = match *joints {
+        [] => return,
+        [only] => {
+            let head = ws.head(only);
+            let delta = from_to(ws.point(g) - head, ws.goals[g].target - head);
+            ws.rotate_bone(rig, only, delta);
+            ws.forward_kinematics(rig);
+            return;
+        }
+        [lower, upper, ..] => (lower, upper),
+    };
+    let (a, b, c) = (ws.head(upper), ws.head(lower), ws.point(g));
+    let target = ws.goals[g].target;
+    let (knee, foot) = place(
+        a,
+        a.distance(b),
+        b.distance(c),
+        b,
+        c,
+        target,
+        ws.goals[g].goal.pole,
+    );
+    ws.rotate_bone(
+        rig,
+        upper,
+        align_planes(b - a, c - b, knee - a, foot - knee),
+    );
+    ws.forward_kinematics(rig);
+    let (b, c) = (ws.head(lower), ws.point(g));
+    ws.rotate_bone(rig, lower, from_to(c - b, foot - b));
+    ws.forward_kinematics(rig);
+}
+
+impl Solver for TwoBone {
+    fn solve_into(
+        &mut self,
+        rig: &Rig,
+        start: &Pose,
+        goals: &[Goal],
+        out: &mut Pose,
+    ) -> Result<SolveReport> {
+        let params = self.params.iteration;
+        self.limb_goals.clear();
+        self.limb_goals.extend(goals.iter().map(|goal| {
+            // Two joints above the positioned point: when that point is the bone's head (or
+            // a rotation target fixes the bone), the bone itself is not one of them.
+            let fixed = goal.point == EffectorPoint::Head
+                || (goal.rotation.is_some() && goal.rotation_weight > 0.0);
+            Goal {
+                chain_length: if fixed { 3 } else { 2 },
+                ..*goal
+            }
+        }));
+        self.ws
+            .prepare(rig, start, &self.limb_goals, GoalMode::Positional, &params)?;
+        for g in 0..self.ws.goals.len() {
+            solve_goal(&mut self.ws, rig, g);
+        }
+        let report = self.ws.finish_one_shot(rig, &params);
+        self.ws.write_pose(out);
+        Ok(report)
+    }
+}
