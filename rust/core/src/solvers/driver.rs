@@ -490,6 +490,46 @@ impl Workspace {
         bumped
     }
 
+    /// Straightens each chain whose target is out of reach and that no other goal shares:
+    /// from its top joint down, every segment is aimed at the target (the FABRIK paper's
+    /// reachability test), which is where every solver would converge, only slowly.
+    fn straighten_unreachable(&mut self, rig: &Rig) {
+        let mut changed = false;
+        for g in 0..self.goals.len() {
+            let goal = self.goals[g];
+            let joints = self.joints(g);
+            let Some(&top) = joints.last() else { continue };
+            if self.head(top).distance(goal.target) < goal.reach {
+                continue;
+            }
+            let shared = (0..self.goals.len())
+                .filter(|&other| other != g)
+                .any(|other| self.joints(other).iter().any(|j| joints.contains(j)));
+            if shared {
+                continue;
+            }
+            for k in (goal.joints.0..goal.joints.1).rev() {
+                let j = self.goal_joints[k];
+                if k + 1 < goal.joints.1 {
+                    self.update_bone(rig, j);
+                }
+                let head = self.head(j);
+                let handle = if k == goal.joints.0 {
+                    self.world[j].transform_point3(goal.local_point)
+                } else {
+                    let below = self.goal_joints[k - 1];
+                    self.world[j]
+                        .transform_point3(rig.local_matrix(&self.pose, below).translation.into())
+                };
+                self.rotate_bone(rig, j, from_to(handle - head, goal.target - head));
+            }
+            changed = true;
+        }
+        if changed {
+            self.after_step(rig);
+        }
+    }
+
     /// Runs `step` until the goals are reached, the iteration cap is hit, or progress
     /// stops. Every step is followed by the orientation and pole passes.
     pub fn iterate(
@@ -498,6 +538,7 @@ impl Workspace {
         params: &IterationParams,
         mut step: impl FnMut(&mut Workspace, &Rig),
     ) -> SolveReport {
+        self.straighten_unreachable(rig);
         let mut eval = self.evaluate(params);
         let mut iterations = 0;
         let (mut stalls, mut bumps) = (0, 0);

@@ -8,7 +8,7 @@
 //! bone's twist is kept, and limits are applied per iteration through the shared limits.
 
 use super::driver::{GoalMode, Workspace};
-use super::two_bone::{align_planes, place};
+use super::two_bone::place;
 use super::{IterationParams, SolveReport, Solver};
 use crate::error::Result;
 use crate::goal::Goal;
@@ -261,21 +261,10 @@ impl Scratch {
         if !(l_at < l_ab + l_bc && l_at > (l_ab - l_bc).abs()) {
             return None;
         }
-        let (new_knee, new_foot) = place(
-            head,
-            l_ab,
-            l_bc,
-            self.reached_head[lower],
-            foot,
-            target,
-            None,
-        );
-        Some(align_planes(
-            knee - head,
-            foot - knee,
-            new_knee - head,
-            new_foot - new_knee,
-        ))
+        let reached_knee = self.reached_head[lower];
+        let (new_knee, _) = place(head, l_ab, l_bc, reached_knee, foot, target, None);
+        // The smallest turn, so the bone's twist is kept.
+        Some(from_to(knee - head, new_knee - head))
     }
 }
 

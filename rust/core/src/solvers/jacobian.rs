@@ -458,9 +458,13 @@ impl Solver for JacobianDls {
             let before = scratch.linearise(ws, rig);
             scratch.save(ws);
             for _ in 0..RETRIES {
-                if scratch.dls_step(ws, rig, damping)
-                    && scratch.clamp_step(params.iteration.max_step_angle)
-                {
+                let solved = scratch.dls_step(ws, rig, damping);
+                if solved && scratch.step.iter().all(|s| s.abs() < 1e-12) {
+                    // No direction helps at first order (a straight chain): more damping
+                    // cannot change that; the driver's colinear bump will.
+                    return;
+                }
+                if solved && scratch.clamp_step(params.iteration.max_step_angle) {
                     scratch.apply_step(ws, rig, 1.0);
                     if !params.adaptive {
                         return;

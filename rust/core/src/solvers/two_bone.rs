@@ -94,8 +94,12 @@ pub(crate) fn place(
 /// u onto v when either plane is undefined.
 pub(crate) fn align_planes(u: Vec3, w: Vec3, v: Vec3, z: Vec3) -> Quat {
     let frame = |x: Vec3, y: Vec3| -> Option<Mat3> {
-        let x = x.try_normalize()?;
-        let n = x.cross(y).try_normalize()?;
+        let n = x.cross(y);
+        // Nearly parallel segments span no plane (rounding leaves a tiny, random normal).
+        if n.length() <= 1e-4 * x.length() * y.length() {
+            return None;
+        }
+        let (x, n) = (x.try_normalize()?, n.try_normalize()?);
         Some(Mat3::from_cols(x, n, x.cross(n)))
     };
     match (frame(u, w), frame(v, z)) {

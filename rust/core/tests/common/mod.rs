@@ -63,3 +63,8 @@ pub fn chain_length(rig: &Rig, bone: usize) -> f32 {
     }
     total
 }
+
+/// Angle between two directions, accurate near zero (unlike an `acos`).
+pub fn angle(a: Vec3, b: Vec3) -> f32 {
+    a.cross(b).length().atan2(a.dot(b))
+}

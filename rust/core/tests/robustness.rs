@@ -1,0 +1,281 @@
+//! Degenerate and hostile input: a sane pose or a clear error, never a panic or NaN.
+
+mod common;
+
+use common::*;
+use glam::{Quat, Vec3};
+use tendon_core::*;
+
+fn all_solvers() -> Vec<(&'static str, AnySolver)> {
+    vec![
+        ("fabrik", SolverConfig::Fabrik(Default::default()).build()),
+        ("ccd", SolverConfig::Ccd(Default::default()).build()),
+        (
+            "jacobian_dls",
+            SolverConfig::JacobianDls(Default::default()).build(),
+        ),
+        (
+            "jacobian_transpose",
+            SolverConfig::JacobianTranspose(Default::default()).build(),
+        ),
+        (
+            "two_bone",
+            SolverConfig::TwoBone(Default::default()).build(),
+        ),
+    ]
+}
+
+fn assert_sane(name: &str, rig: &Rig, pose: &Pose, report: &SolveReport) {
+    assert!(
+        pose.rotations
+            .iter()
+            .all(|q| q.is_finite() && (q.length() - 1.0).abs() < 1e-4),
+        "{name}: {pose:?}"
+    );
+    assert!(
+        rig.world_matrices(pose).iter().all(|m| m.is_finite()),
+        "{name}"
+    );
+    assert!(
+        !report.residual.is_nan() && !report.rotation_residual.is_nan(),
+        "{name}: {report:?}"
+    );
+}
+
+/// A straight chain of `n` bones along +Y with no bend at all.
+fn straight_chain(n: usize) -> Rig {
+    let bones = (0..n)
+        .map(|i| {
+            let rest = Transform {
+                translation: Vec3::new(0.0, if i == 0 { 0.0 } else { 1.0 }, 0.0),
+                ..Transform::IDENTITY
+            };
+            let parent = (i > 0).then(|| format!("b{}", i - 1));
+            BoneDesc::new(format!("b{i}"), parent.as_deref(), rest, 1.0)
+        })
+        .collect();
+    RigDesc { bones }.build().unwrap()
+}
+
+#[test]
+fn straight_chain_with_target_on_its_line() {
+    // No rotation of a straight chain's joints shortens it: the shared driver bends it.
+    for n in [2, 3, 6] {
+        let rig = straight_chain(n);
+        for along in [0.3, 0.6, 0.95] {
+            let target = Vec3::new(0.0, n as f32 * along, 0.0);
+            for (name, mut solver) in all_solvers() {
+                let (pose, report) = solver
+                    .solve(&rig, &Pose::rest(n), &[Goal::new(n - 1, target)])
+                    .unwrap();
+                assert_sane(name, &rig, &pose, &report);
+                if matches!(name, "fabrik" | "jacobian_dls" | "two_bone")
+                    && (name != "two_bone" || n == 2)
+                {
+                    assert!(
+                        report.reached,
+                        "{name} on a straight {n}-bone chain, target at {along}: {report:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn zero_length_bones() {
+    let mut desc = bent_chain(6, 1).to_desc();
+    for i in [1, 2, 5] {
+        desc.bones[i].length = 0.0;
+    }
+    // Bone 2 sits on bone 1's head, and bone 3 on bone 2's.
+    desc.bones[2].rest.translation = Vec3::ZERO;
+    desc.bones[3].rest.translation = Vec3::ZERO;
+    let rig = desc.build().unwrap();
+    for target in [
+        Vec3::new(0.5, 2.0, 0.3),
+        Vec3::ZERO,
+        Vec3::new(0.0, 100.0, 0.0),
+    ] {
+        for (name, mut solver) in all_solvers() {
+            for bone in [5, 4, 2] {
+                let (pose, report) = solver
+                    .solve(&rig, &Pose::rest(6), &[Goal::new(bone, target)])
+                    .unwrap();
+                assert_sane(name, &rig, &pose, &report);
+            }
+        }
+    }
+    // A rig of nothing but zero-length bones.
+    let mut desc = straight_chain(4).to_desc();
+    for b in &mut desc.bones {
+        b.length = 0.0;
+        b.rest.translation = Vec3::ZERO;
+    }
+    let rig = desc.build().unwrap();
+    for (name, mut solver) in all_solvers() {
+        let (pose, report) = solver
+            .solve(&rig, &Pose::rest(4), &[Goal::new(3, Vec3::X)])
+            .unwrap();
+        assert_sane(name, &rig, &pose, &report);
+        assert!(!report.reached);
+    }
+}
+
+#[test]
+fn targets_on_the_root_coincident_and_far() {
+    let rig = bent_chain(5, 2);
+    let tip = tail(&rig, &Pose::rest(5), 4);
+    let cases = [
+        Vec3::ZERO,
+        tip,
+        Vec3::new(1e30, -1e30, 1e30),
+        Vec3::new(1e-30, 0.0, 0.0),
+        Vec3::splat(f32::MAX),
+    ];
+    for target in cases {
+        for (name, mut solver) in all_solvers() {
+            let (pose, report) = solver
+                .solve(&rig, &Pose::rest(5), &[Goal::new(4, target)])
+                .unwrap();
+            assert_sane(name, &rig, &pose, &report);
+            if target == tip {
+                assert!(
+                    report.reached && report.iterations <= 1,
+                    "{name}: already there: {report:?}"
+                );
+            }
+        }
+    }
+    // Goals on the root bone and chain lengths beyond the root.
+    for (name, mut solver) in all_solvers() {
+        let goals = [
+            Goal::new(0, Vec3::new(1.0, 1.0, 0.0)),
+            Goal::new(4, Vec3::new(2.0, 2.0, 0.0)).with_chain_length(50),
+        ];
+        let (pose, report) = solver.solve(&rig, &Pose::rest(5), &goals).unwrap();
+        assert_sane(name, &rig, &pose, &report);
+        let (pose, report) = solver
+            .solve(&rig, &Pose::rest(5), &[Goal::new(0, Vec3::ONE).at_head()])
+            .unwrap();
+        assert_sane(name, &rig, &pose, &report);
+        assert_eq!(
+            pose,
+            Pose::rest(5),
+            "{name}: nothing can move a root's head"
+        );
+    }
+}
+
+#[test]
+fn extreme_scales_stay_finite() {
+    let mut desc = bent_chain(5, 4).to_desc();
+    desc.bones[1].rest.scale = Vec3::new(1e-20, 1.0, 1.0);
+    desc.bones[3].rest.scale = Vec3::splat(1e15);
+    let rig = desc.build().unwrap();
+    let mut pose = Pose::rest(5);
+    pose.scales[2] = Vec3::ZERO;
+    for (name, mut solver) in all_solvers() {
+        let (out, report) = solver
+            .solve(&rig, &pose, &[Goal::new(4, Vec3::new(1.0, 2.0, 3.0))])
+            .unwrap();
+        assert!(out.rotations.iter().all(|q| q.is_finite()), "{name}");
+        assert!(!report.residual.is_nan(), "{name}");
+    }
+}
+
+#[test]
+fn non_finite_input_is_an_error_naming_the_culprit() {
+    let rig = bent_chain(4, 3);
+    let nan = f32::NAN;
+    let cases: Vec<(Goal, &str)> = vec![
+        (
+            Goal::new(3, Vec3::new(nan, 0.0, 0.0)),
+            "target of goal 0 (bone 'b3')",
+        ),
+        (
+            Goal::new(3, Vec3::ONE).with_weight(f32::INFINITY),
+            "weight of goal 0",
+        ),
+        (Goal::new(3, Vec3::ONE).with_weight(-1.0), "negative"),
+        (
+            Goal::new(3, Vec3::ONE).with_pole(Vec3::new(0.0, nan, 0.0)),
+            "pole of goal 0",
+        ),
+        (
+            Goal::new(3, Vec3::ONE).with_rotation(Quat::from_xyzw(nan, 0.0, 0.0, 1.0), 1.0),
+            "rotation of goal 0",
+        ),
+        (
+            Goal::new(3, Vec3::ONE).with_rotation(Quat::from_xyzw(0.0, 0.0, 0.0, 0.0), 1.0),
+            "zero quaternion",
+        ),
+        (Goal::new(9, Vec3::ONE), "bone index 9 is out of range"),
+    ];
+    for (name, mut solver) in all_solvers() {
+        for (goal, needle) in &cases {
+            let err = solver
+                .solve(&rig, &Pose::rest(4), &[*goal])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(needle),
+                "{name}: '{err}' should mention '{needle}'"
+            );
+        }
+        let mut pose = Pose::rest(4);
+        pose.translations[2].y = f32::INFINITY;
+        let err = solver
+            .solve(&rig, &pose, &[Goal::new(3, Vec3::ONE)])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("pose translation of bone 'b2'"),
+            "{name}: {err}"
+        );
+        let err = solver
+            .solve(&rig, &Pose::rest(2), &[Goal::new(3, Vec3::ONE)])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("expected 4"), "{name}: {err}");
+        // An unnormalised start rotation is accepted and normalised.
+        let mut pose = Pose::rest(4);
+        pose.rotations[1] = Quat::from_xyzw(0.0, 0.0, 0.0, 3.0);
+        let (out, report) = solver
+            .solve(&rig, &pose, &[Goal::new(3, Vec3::new(0.5, 2.0, 0.0))])
+            .unwrap();
+        assert_sane(name, &rig, &out, &report);
+    }
+    let mut dls = JacobianDls::new(JacobianDlsParams {
+        damping: f32::NAN,
+        ..Default::default()
+    });
+    assert!(dls
+        .solve(&rig, &Pose::rest(4), &[])
+        .unwrap_err()
+        .to_string()
+        .contains("damping"));
+    let mut fabrik = Fabrik::new(FabrikParams {
+        iteration: IterationParams {
+            tolerance: -1.0,
+            ..Default::default()
+        },
+    });
+    assert!(fabrik
+        .solve(&rig, &Pose::rest(4), &[])
+        .unwrap_err()
+        .to_string()
+        .contains("tolerance"));
+}
+
+#[test]
+fn no_goals_returns_the_start_pose() {
+    let rig = bent_chain(3, 5);
+    let mut r = rng(5);
+    let start = random_pose(&rig, &mut r, 1.0);
+    for (name, mut solver) in all_solvers() {
+        let (pose, report) = solver.solve(&rig, &start, &[]).unwrap();
+        assert_eq!(pose, start, "{name}");
+        assert!(report.reached);
+    }
+}
