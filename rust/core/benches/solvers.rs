@@ -1,1 +1,211 @@
-fn main() {}
+//! Solve time per solver and chain length, cold (from the rest pose) and warm (from the
+//! previous frame's solution while the target moves a little, as when baking).
+//! Tolerance 1e-4 of the chain length, as the performance targets state.
+//!
+//! `scripts/bench` runs this and writes the table into the README.
+
+use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
+use glam::{Quat, Vec3};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::time::Duration;
+use tendon_core::*;
+
+const TARGETS: usize = 32;
+
+fn bent_chain(n: usize, seed: u64) -> Rig {
+    let mut r = ChaCha8Rng::seed_from_u64(seed);
+    let mut parent_len = 0.0;
+    let bones = (0..n)
+        .map(|i| {
+            let length = r.gen_range(0.5..1.5);
+            let rotation = if i == 0 {
+                Quat::IDENTITY
+            } else {
+                Quat::from_rotation_x(r.gen_range(0.05..0.25))
+                    * Quat::from_rotation_z(r.gen_range(-0.05..0.05))
+            };
+            let rest = Transform {
+                translation: Vec3::new(0.0, parent_len, 0.0),
+                rotation,
+                scale: Vec3::ONE,
+            };
+            parent_len = length;
+            let parent = (i > 0).then(|| format!("b{}", i - 1));
+            BoneDesc::new(format!("b{i}"), parent.as_deref(), rest, length)
+        })
+        .collect();
+    RigDesc { bones }.build().unwrap()
+}
+
+/// Reachable targets: the tails of random poses.
+fn cold_targets(rig: &Rig, seed: u64) -> Vec<Vec3> {
+    let mut r = ChaCha8Rng::seed_from_u64(seed);
+    let end = rig.len() - 1;
+    (0..TARGETS)
+        .map(|_| {
+            let mut pose = Pose::rest(rig.len());
+            for q in &mut pose.rotations {
+                let axis = Vec3::new(
+                    r.gen_range(-1.0..1.0),
+                    r.gen_range(-1.0..1.0),
+                    r.gen_range(-1.0..1.0),
+                );
+                *q = Quat::from_axis_angle(axis.normalize_or(Vec3::X), r.gen_range(0.0..0.8));
+            }
+            let world = rig.world_matrices(&pose);
+            rig.head_tail(&world[end], end).1
+        })
+        .collect()
+}
+
+/// A target moving a little each frame, with each frame's start pose the previous solution.
+fn warm_frames(rig: &Rig, solver: &mut AnySolver) -> Vec<(Pose, Vec3)> {
+    let end = rig.len() - 1;
+    let world = rig.world_matrices(&Pose::rest(rig.len()));
+    let tip = rig.head_tail(&world[end], end).1;
+    let radius = 0.05 * tip.length();
+    let mut frames = Vec::with_capacity(TARGETS);
+    let mut pose = Pose::rest(rig.len());
+    for f in 0..=TARGETS {
+        let angle = f as f32 * 0.2;
+        let target = tip * 0.9 + Vec3::new(angle.cos(), 0.0, angle.sin()) * radius;
+        if f > 0 {
+            frames.push((pose.clone(), target));
+        }
+        pose = solver
+            .solve(rig, &pose, &[Goal::new(end, target)])
+            .unwrap()
+            .0;
+    }
+    frames
+}
+
+fn configs() -> Vec<(&'static str, SolverConfig)> {
+    let iteration = |max_iterations| IterationParams {
+        tolerance: 1e-4,
+        max_iterations,
+        ..IterationParams::default()
+    };
+    vec![
+        (
+            "fabrik",
+            SolverConfig::Fabrik(FabrikParams {
+                iteration: iteration(500),
+            }),
+        ),
+        (
+            "ccd",
+            SolverConfig::Ccd(CcdParams {
+                iteration: iteration(200),
+            }),
+        ),
+        (
+            "jacobian_dls",
+            SolverConfig::JacobianDls(JacobianDlsParams {
+                iteration: IterationParams {
+                    max_step_angle: 0.5,
+                    ..iteration(100)
+                },
+                ..Default::default()
+            }),
+        ),
+        (
+            "jacobian_transpose",
+            SolverConfig::JacobianTranspose(JacobianTransposeParams {
+                iteration: IterationParams {
+                    max_step_angle: 0.2,
+                    ..iteration(1000)
+                },
+            }),
+        ),
+    ]
+}
+
+fn chains(c: &mut Criterion) {
+    let lengths: Vec<usize> = match std::env::var("TENDON_BENCH_LENGTHS") {
+        Ok(list) => list
+            .split(',')
+            .filter_map(|s| s.trim().parse().ok())
+            .collect(),
+        Err(_) => vec![2, 4, 8, 16, 32, 64, 128, 256],
+    };
+    for (name, config) in configs() {
+        let mut group = c.benchmark_group(name);
+        for &n in &lengths {
+            let rig = bent_chain(n, n as u64);
+            let end = n - 1;
+            let mut solver = config.build();
+            let mut out = Pose::rest(n);
+            let rest = Pose::rest(n);
+            let targets = cold_targets(&rig, 1000 + n as u64);
+            let mut k = 0;
+            group.bench_with_input(BenchmarkId::new("cold", n), &n, |b, _| {
+                b.iter(|| {
+                    k = (k + 1) % TARGETS;
+                    let goal = [Goal::new(end, targets[k])];
+                    black_box(solver.solve_into(&rig, &rest, &goal, &mut out).unwrap())
+                })
+            });
+            let frames = warm_frames(&rig, &mut solver);
+            group.bench_with_input(BenchmarkId::new("warm", n), &n, |b, _| {
+                b.iter(|| {
+                    k = (k + 1) % TARGETS;
+                    let (start, target) = &frames[k];
+                    black_box(
+                        solver
+                            .solve_into(&rig, start, &[Goal::new(end, *target)], &mut out)
+                            .unwrap(),
+                    )
+                })
+            });
+        }
+        group.finish();
+    }
+}
+
+fn two_bone(c: &mut Criterion) {
+    let rig = bent_chain(2, 2);
+    let targets = cold_targets(&rig, 7);
+    let mut solver = TwoBone::default();
+    let rest = Pose::rest(2);
+    let mut out = Pose::rest(2);
+    let mut k = 0;
+    let mut group = c.benchmark_group("two_bone");
+    group.bench_function(BenchmarkId::new("cold", 2), |b| {
+        b.iter(|| {
+            k = (k + 1) % TARGETS;
+            black_box(
+                solver
+                    .solve_into(&rig, &rest, &[Goal::new(1, targets[k])], &mut out)
+                    .unwrap(),
+            )
+        })
+    });
+    group.bench_function(BenchmarkId::new("limb", 2), |b| {
+        let (hip, knee, foot) = (
+            Vec3::ZERO,
+            Vec3::new(0.0, 1.0, 0.1),
+            Vec3::new(0.0, 2.0, 0.0),
+        );
+        b.iter(|| {
+            k = (k + 1) % TARGETS;
+            black_box(solvers::two_bone_limb(hip, knee, foot, targets[k], None))
+        })
+    });
+    group.finish();
+}
+
+fn config() -> Criterion {
+    Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_millis(1000))
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = chains, two_bone
+}
+criterion_main!(benches);

@@ -5,6 +5,8 @@
 //! rest (Blender's `matrix_basis`). Solvers take a rig, a start pose and [`Goal`]s and
 //! return a pose and a [`SolveReport`].
 
+#![warn(missing_docs)]
+
 pub mod error;
 pub mod math;
 pub mod rig;

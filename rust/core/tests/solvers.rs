@@ -139,12 +139,11 @@ fn unreachable_targets_straighten_the_chain_towards_them() {
             let world = rig.world_matrices(&pose);
             let root = rig.head_tail(&world[n - n_bones], n - n_bones).0;
             let direction = (target - root).normalize();
-            for i in n - n_bones..n {
-                let (head, tail) = rig.head_tail(&world[i], i);
+            for (i, matrix) in world.iter().enumerate().skip(n - n_bones) {
+                let (head, tail) = rig.head_tail(matrix, i);
                 let angle = angle(tail - head, direction);
-                let limit = 1e-3;
                 assert!(
-                    angle < limit,
+                    angle < 1e-3,
                     "{name} {n} bones: bone {i} is {angle} rad off the target line"
                 );
             }

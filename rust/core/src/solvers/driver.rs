@@ -7,7 +7,7 @@ use crate::error::{ensure_finite, Result, TendonError};
 use crate::goal::{EffectorPoint, Goal};
 use crate::math::{angle_between, from_to};
 use crate::rig::{Pose, Rig};
-use glam::{Affine3A, Quat, Vec3};
+use glam::{Affine3A, Mat3A, Quat, Vec3};
 
 /// An iteration that lowers the score by less than this fraction made no progress.
 const STALL_RATIO: f64 = 1e-4;
@@ -73,6 +73,9 @@ pub(crate) struct Evaluation {
 pub(crate) struct Workspace {
     pub pose: Pose,
     pub world: Vec<Affine3A>,
+    /// Each bone's rest transform times its (fixed) pose translation: the part of its local
+    /// matrix a solve never changes.
+    pub fixed_local: Vec<Affine3A>,
     /// Rotation part of each bone's armature-space frame (rest and pose rotations only).
     pub world_rot: Vec<Quat>,
     pub goals: Vec<PreparedGoal>,
@@ -89,6 +92,7 @@ impl Default for Workspace {
         Workspace {
             pose: Pose::rest(0),
             world: Vec::new(),
+            fixed_local: Vec::new(),
             world_rot: Vec::new(),
             goals: Vec::new(),
             goal_joints: Vec::new(),
@@ -116,6 +120,10 @@ impl Workspace {
         let n = rig.len();
         self.world.resize(n, Affine3A::IDENTITY);
         self.world_rot.resize(n, Quat::IDENTITY);
+        self.fixed_local.clear();
+        self.fixed_local.extend((0..n).map(|i| {
+            rig.rest(i).to_affine() * Affine3A::from_translation(self.pose.translations[i])
+        }));
         self.euler.clear();
         for i in 0..n {
             let limits = rig.limits(i);
@@ -156,7 +164,7 @@ impl Workspace {
         let mut target = goal.target;
         let (mut owner, mut local_point) = match goal.point {
             EffectorPoint::Tail => (Some(bone), Vec3::new(0.0, rig.length(bone), 0.0)),
-            EffectorPoint::Head => (rig.parent(bone), self.head_in_parent(rig, bone)),
+            EffectorPoint::Head => (rig.parent(bone), self.head_in_parent(bone)),
         };
         // The original chain's length sets the tolerance, whatever the solver positions.
         let length_scale = self
@@ -173,7 +181,7 @@ impl Workspace {
                 }
                 orientation = Some(blended);
                 owner = rig.parent(bone);
-                local_point = self.head_in_parent(rig, bone);
+                local_point = self.head_in_parent(bone);
             }
         }
         // In full mode the effector bone itself turns for a rotation target even when the
@@ -224,11 +232,6 @@ impl Workspace {
         }
     }
 
-    /// The head of `bone` in its parent's frame (its local translation).
-    fn head_in_parent(&self, rig: &Rig, bone: usize) -> Vec3 {
-        Vec3::from(rig.local_matrix(&self.pose, bone).translation)
-    }
-
     /// Sum of the segments from the chain root's head, through each joint's head, to the
     /// point carried by `owner`.
     fn chain_reach(
@@ -274,8 +277,18 @@ impl Workspace {
     /// Recomputes bone `i`'s frame from its parent's (which must be current).
     #[inline]
     pub fn update_bone(&mut self, rig: &Rig, i: usize) {
-        let local = rig.local_matrix(&self.pose, i);
-        let rot = rig.rest(i).rotation * self.pose.rotations[i];
+        let q = self.pose.rotations[i];
+        let mut basis = Mat3A::from_quat(q);
+        let scale = self.pose.scales[i];
+        if scale != Vec3::ONE {
+            basis *= Mat3A::from_diagonal(scale);
+        }
+        let fixed = &self.fixed_local[i];
+        let local = Affine3A {
+            matrix3: fixed.matrix3 * basis,
+            translation: fixed.translation,
+        };
+        let rot = rig.rest(i).rotation * q;
         match rig.parent(i) {
             Some(p) => {
                 self.world[i] = self.world[p] * local;
@@ -286,6 +299,12 @@ impl Workspace {
                 self.world_rot[i] = rot;
             }
         }
+    }
+
+    /// The head of bone `i` in its parent's frame (its fixed local translation).
+    #[inline]
+    pub fn head_in_parent(&self, i: usize) -> Vec3 {
+        self.fixed_local[i].translation.into()
     }
 
     /// Armature-space rotation of bone `i`'s frame before its pose rotation.
@@ -326,6 +345,22 @@ impl Workspace {
         let frame = self.frame_before_basis(rig, i);
         let local = (frame.conjugate() * delta * self.world_rot[i]).normalize();
         self.set_local_rotation(rig, i, local);
+    }
+
+    /// Turns a bone without limits by `delta` about its head, updating its frame in place
+    /// (cheaper than recomputing it; children are left stale). With the world rotation
+    /// `W = F q`, the new local rotation is `q (W^-1 delta W)`.
+    pub fn turn_free_bone(&mut self, i: usize, delta: Quat) {
+        let world = self.world_rot[i];
+        let previous = self.pose.rotations[i];
+        let local = (previous * (world.conjugate() * delta * world)).normalize();
+        self.pose.rotations[i] = if local.dot(previous) < 0.0 {
+            -local
+        } else {
+            local
+        };
+        self.world_rot[i] = (delta * world).normalize();
+        self.world[i].matrix3 = Mat3A::from_quat(delta) * self.world[i].matrix3;
     }
 
     /// Sets bone `i`'s pose rotation through the joint limits and refreshes its frame.
@@ -386,32 +421,31 @@ impl Workspace {
     }
 
     /// Imposes the orientations of rotation goals (positional mode) and turns chains
-    /// towards their poles, then refreshes forward kinematics.
-    fn after_step(&mut self, rig: &Rig) {
+    /// towards their poles. Steps leave forward kinematics current; this pass refreshes it
+    /// only after changing something.
+    pub fn after_step(&mut self, rig: &Rig) {
+        let mut stale = false;
         for g in 0..self.goals.len() {
             let goal = self.goals[g];
             if let Some(orientation) = goal.orientation {
-                let bone = goal.goal.bone;
-                if let Some(p) = rig.parent(bone) {
-                    // The parent is current only after a refresh of the chain above.
-                    self.refresh_path(rig, p);
+                if stale {
+                    self.forward_kinematics(rig);
                 }
+                let bone = goal.goal.bone;
                 let frame = self.frame_before_basis(rig, bone);
                 self.set_local_rotation(rig, bone, frame.conjugate() * orientation);
+                stale = true;
             }
             if let Some(pole) = goal.goal.pole {
-                self.forward_kinematics(rig);
+                if stale {
+                    self.forward_kinematics(rig);
+                }
                 self.twist_towards_pole(rig, g, pole);
+                stale = true;
             }
         }
-        self.forward_kinematics(rig);
-    }
-
-    /// Refreshes the frames of `first_active..=bone`: in depth-first order that range
-    /// holds every moved bone above `bone`.
-    fn refresh_path(&mut self, rig: &Rig, bone: usize) {
-        for i in self.first_active..=bone {
-            self.update_bone(rig, i);
+        if stale {
+            self.forward_kinematics(rig);
         }
     }
 
@@ -569,8 +603,12 @@ impl Workspace {
     /// Runs the orientation and pole passes once and reports (for one-shot solvers).
     pub fn finish_one_shot(&mut self, rig: &Rig, params: &IterationParams) -> SolveReport {
         self.after_step(rig);
-        let eval = self.evaluate(params);
-        self.report(eval, 1)
+        self.report_now(params, 1)
+    }
+
+    /// Reports on the current pose after `iterations`.
+    pub fn report_now(&self, params: &IterationParams, iterations: u32) -> SolveReport {
+        self.report(self.evaluate(params), iterations)
     }
 
     fn report(&self, eval: Evaluation, iterations: u32) -> SolveReport {

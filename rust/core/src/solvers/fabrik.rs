@@ -85,6 +85,11 @@ struct Scratch {
     /// Whether a bone's backward position comes only from out-of-reach goals.
     straight: Vec<bool>,
     goal_straight: Vec<bool>,
+    /// Index into `joints` by bone (`usize::MAX` for bones that do not move).
+    joint_of_bone: Vec<usize>,
+    /// Point chains: joint heads from the top joint down, then the effector point.
+    points: Vec<Vec3>,
+    segments: Vec<f32>,
 }
 
 impl Fabrik {
@@ -106,21 +111,22 @@ impl Scratch {
                 continue;
             };
             let weight = goal.goal.weight;
+            // Top of the chain first, so a single chain is already sorted.
+            for pair in chain.windows(2).rev() {
+                let (child, owner) = (pair[0], pair[1]);
+                self.handles.push(Handle {
+                    owner,
+                    kind: HandleKind::Child(child),
+                    local: ws.head_in_parent(child),
+                    weight,
+                });
+            }
             self.handles.push(Handle {
                 owner: first,
                 kind: HandleKind::Goal(g),
                 local: goal.local_point,
                 weight,
             });
-            for pair in chain.windows(2) {
-                let (child, owner) = (pair[0], pair[1]);
-                self.handles.push(Handle {
-                    owner,
-                    kind: HandleKind::Child(child),
-                    local: rig.local_matrix(&ws.pose, child).translation.into(),
-                    weight,
-                });
-            }
         }
         // Group by owner; a child shared by several goals becomes one handle.
         self.handles.sort_unstable_by_key(|h| (h.owner, h.kind));
@@ -145,6 +151,11 @@ impl Scratch {
         let n = rig.len();
         self.reached_head.resize(n, Vec3::ZERO);
         self.straight.resize(n, false);
+        self.joint_of_bone.clear();
+        self.joint_of_bone.resize(n, usize::MAX);
+        for (k, joint) in self.joints.iter().enumerate() {
+            self.joint_of_bone[joint.bone] = k;
+        }
     }
 
     /// Backward pass: from the effectors towards the roots, each moving bone's head is
@@ -206,7 +217,7 @@ impl Scratch {
                 )
             };
             let handles = &self.handles[joint.start..joint.end];
-            if let Some(delta) = self.end_pair(ws, rig, joint) {
+            if let Some(delta) = self.end_pair(ws, joint) {
                 ws.rotate_bone(rig, i, clamp_angle(delta, max_step));
                 continue;
             }
@@ -228,14 +239,14 @@ impl Scratch {
     /// meet, on the side of its backward-pass position (the FABRIK paper's sphere
     /// intersection); the child then reaches the target exactly. Plain FABRIK crawls when
     /// targets lie near full extension; this pair converges at once.
-    fn end_pair(&self, ws: &Workspace, rig: &Rig, joint: &Joint) -> Option<glam::Quat> {
+    fn end_pair(&self, ws: &Workspace, joint: &Joint) -> Option<glam::Quat> {
         let [upper_handle] = &self.handles[joint.start..joint.end] else {
             return None;
         };
         let HandleKind::Child(lower) = upper_handle.kind else {
             return None;
         };
-        let lower_joint = self.joints.iter().find(|j| j.bone == lower)?;
+        let lower_joint = self.joints.get(self.joint_of_bone[lower])?;
         let [lower_handle] = &self.handles[lower_joint.start..lower_joint.end] else {
             return None;
         };
@@ -247,7 +258,9 @@ impl Scratch {
         }
         let upper = joint.bone;
         let head = ws.head(upper);
-        let lower_world = ws.world[upper] * rig.local_matrix(&ws.pose, lower);
+        let lower_world = ws.world[upper]
+            * ws.fixed_local[lower]
+            * glam::Affine3A::from_quat(ws.pose.rotations[lower]);
         let knee = Vec3::from(lower_world.translation);
         let foot = lower_world.transform_point3(lower_handle.local);
         let target = ws.goals[g].target;
@@ -268,6 +281,153 @@ impl Scratch {
     }
 }
 
+impl Scratch {
+    /// Whether every goal owns a chain of free joints no other goal moves: then FABRIK can
+    /// run on joint positions alone, as published, and turn bones once at the end.
+    fn point_chains_apply(&self, ws: &Workspace, rig: &Rig) -> bool {
+        self.joints
+            .iter()
+            .all(|j| j.end - j.start == 1 && rig.limits(j.bone).is_free())
+            && ws.goals.iter().all(|g| g.owner.is_some())
+    }
+
+    /// Classic FABRIK on each goal's joint positions until every goal is within tolerance,
+    /// progress stops, or the iteration cap; the last two joints are placed in closed form
+    /// once the target is within their reach. Returns the iterations run.
+    fn solve_point_chains(
+        &mut self,
+        ws: &mut Workspace,
+        rig: &Rig,
+        params: &IterationParams,
+    ) -> u32 {
+        let mut most = 0;
+        for g in 0..ws.goals.len() {
+            let goal = ws.goals[g];
+            self.points.clear();
+            for &j in ws.joints(g).iter().rev() {
+                self.points.push(ws.head(j));
+            }
+            self.points.push(ws.point(g));
+            self.segments.clear();
+            self.segments
+                .extend(self.points.windows(2).map(|p| p[0].distance(p[1])));
+            let iterations = fabrik_points(
+                &mut self.points,
+                &self.segments,
+                goal.target,
+                goal.tolerance,
+                params.max_iterations,
+            );
+            most = most.max(iterations);
+            self.turn_chain_onto_points(ws, rig, g);
+        }
+        // The chains' own frames are current; the bones hanging from them are not.
+        for i in ws.first_active..rig.len() {
+            if self.joint_of_bone[i] == usize::MAX {
+                ws.update_bone(rig, i);
+            }
+        }
+        most
+    }
+
+    /// Turns goal `g`'s joints, top first, so each one's handle points at its solved
+    /// position: one smallest rotation per joint, from the start pose, so nothing drifts
+    /// and twist is kept.
+    fn turn_chain_onto_points(&self, ws: &mut Workspace, rig: &Rig, g: usize) {
+        let (start, end) = ws.goals[g].joints;
+        let local_point = ws.goals[g].local_point;
+        for k in (start..end).rev() {
+            let joint = ws.goal_joints[k];
+            if k + 1 < end {
+                ws.update_bone(rig, joint);
+            }
+            let handle_local = if k == start {
+                local_point
+            } else {
+                rig.local_matrix(&ws.pose, ws.goal_joints[k - 1])
+                    .translation
+                    .into()
+            };
+            let head = ws.head(joint);
+            let handle = ws.world[joint].transform_point3(handle_local);
+            let wanted = self.points[end - k];
+            ws.turn_free_bone(joint, from_to(handle - head, wanted - head));
+        }
+    }
+}
+
+/// FABRIK on a chain of points (`points[0]` is fixed) with segment lengths `segments`.
+fn fabrik_points(
+    points: &mut [Vec3],
+    segments: &[f32],
+    target: Vec3,
+    tolerance: f32,
+    max_iterations: u32,
+) -> u32 {
+    let m = segments.len();
+    let root = points[0];
+    let reach: f32 = segments.iter().sum();
+    let to_target = target - root;
+    if to_target.length() >= reach {
+        let dir = to_target.normalize_or_zero();
+        for k in 0..m {
+            points[k + 1] = points[k] + dir * segments[k];
+        }
+        return 1;
+    }
+    let mut error = points[m].distance(target);
+    let (mut iterations, mut stalls) = (0, 0);
+    while error > tolerance && iterations < max_iterations {
+        iterations += 1;
+        points[m] = target;
+        for k in (0..m).rev() {
+            let dir = (points[k] - points[k + 1])
+                .try_normalize()
+                .unwrap_or(Vec3::ZERO);
+            points[k] = points[k + 1] + dir * segments[k];
+        }
+        points[0] = root;
+        let free = m.saturating_sub(2);
+        for k in 0..free {
+            let dir = (points[k + 1] - points[k])
+                .try_normalize()
+                .unwrap_or(Vec3::ZERO);
+            points[k + 1] = points[k] + dir * segments[k];
+        }
+        // The last pair: the sphere-intersection placement when the target is within its
+        // reach (exact), the plain step otherwise.
+        let a = points[free];
+        let (l_ab, l_bc) = (
+            segments[free],
+            segments.get(free + 1).copied().unwrap_or(0.0),
+        );
+        let l_at = a.distance(target);
+        if m >= 2 && l_at < l_ab + l_bc && l_at > (l_ab - l_bc).abs() {
+            let (knee, foot) = place(a, l_ab, l_bc, points[m - 1], points[m], target, None);
+            points[m - 1] = knee;
+            points[m] = foot;
+        } else {
+            for k in free..m {
+                let dir = (points[k + 1] - points[k])
+                    .try_normalize()
+                    .unwrap_or(Vec3::ZERO);
+                points[k + 1] = points[k] + dir * segments[k];
+            }
+        }
+        let next = points[m].distance(target);
+        stalls = if next < error * (1.0 - 1e-4) {
+            0
+        } else {
+            stalls + 1
+        };
+        error = next;
+        if stalls >= 2 {
+            break;
+        }
+    }
+    iterations
+}
+
 impl Solver for Fabrik {
     fn solve_into(
         &mut self,
@@ -281,10 +441,27 @@ impl Solver for Fabrik {
             .prepare(rig, start, goals, GoalMode::Positional, &params)?;
         self.scratch.build_handles(&self.ws, rig);
         let scratch = &mut self.scratch;
-        let report = self.ws.iterate(rig, &params, |ws, rig| {
+        let mut used = 0;
+        if scratch.point_chains_apply(&self.ws, rig) {
+            used = scratch.solve_point_chains(&mut self.ws, rig, &params);
+            self.ws.after_step(rig);
+            let report = self.ws.report_now(&params, used);
+            if report.reached || used >= params.max_iterations {
+                self.ws.write_pose(out);
+                return Ok(report);
+            }
+        }
+        // Trees, limits, or a chain the point pass could not finish (a straight chain with
+        // the target on its line): bone-turning FABRIK with the shared driver's remedies.
+        let remaining = IterationParams {
+            max_iterations: params.max_iterations - used,
+            ..params
+        };
+        let mut report = self.ws.iterate(rig, &remaining, |ws, rig| {
             scratch.backward(ws);
             scratch.forward(ws, rig, params.max_step_angle);
         });
+        report.iterations += used;
         self.ws.write_pose(out);
         Ok(report)
     }

@@ -14,7 +14,7 @@ mod two_bone;
 pub use ccd::{Ccd, CcdParams};
 pub use fabrik::{Fabrik, FabrikParams};
 pub use jacobian::{JacobianDls, JacobianDlsParams, JacobianTranspose, JacobianTransposeParams};
-pub use two_bone::{TwoBone, TwoBoneParams};
+pub use two_bone::{two_bone_limb, LimbSolution, TwoBone, TwoBoneParams};
 
 use crate::error::{Result, TendonError};
 use crate::goal::Goal;

@@ -92,7 +92,7 @@ pub(crate) fn place(
 
 /// The rotation taking the frame (u, u x w) onto (v, v x z), or the smallest one taking
 /// u onto v when either plane is undefined.
-pub(crate) fn align_planes(u: Vec3, w: Vec3, v: Vec3, z: Vec3) -> Quat {
+fn align_planes(u: Vec3, w: Vec3, v: Vec3, z: Vec3) -> Quat {
     let frame = |x: Vec3, y: Vec3| -> Option<Mat3> {
         let n = x.cross(y);
         // Nearly parallel segments span no plane (rounding leaves a tiny, random normal).
@@ -105,6 +105,44 @@ pub(crate) fn align_planes(u: Vec3, w: Vec3, v: Vec3, z: Vec3) -> Quat {
     match (frame(u, w), frame(v, z)) {
         (Some(from), Some(to)) => Quat::from_mat3(&(to * from.transpose())).normalize(),
         _ => from_to(u, v),
+    }
+}
+
+/// The closed-form answer for one limb, in armature space.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LimbSolution {
+    /// Turn of the upper bone about the hip.
+    pub upper: Quat,
+    /// Turn of the lower bone about the knee, after the upper bone's turn.
+    pub lower: Quat,
+    /// New knee position.
+    pub knee: Vec3,
+    /// New foot position.
+    pub foot: Vec3,
+    /// Whether the foot lands on the target.
+    pub reached: bool,
+}
+
+/// Two-bone IK on positions alone: the hip stays, the knee and foot move so the foot
+/// reaches `target` (or comes as close as the lengths allow), the knee on its current side
+/// or in the plane of `pole`. The rig solver uses this for each goal.
+pub fn two_bone_limb(
+    hip: Vec3,
+    knee: Vec3,
+    foot: Vec3,
+    target: Vec3,
+    pole: Option<Vec3>,
+) -> LimbSolution {
+    let (l_ab, l_bc) = (hip.distance(knee), knee.distance(foot));
+    let (new_knee, new_foot) = place(hip, l_ab, l_bc, knee, foot, target, pole);
+    let upper = align_planes(knee - hip, foot - knee, new_knee - hip, new_foot - new_knee);
+    let lower = from_to(upper * (foot - knee), new_foot - new_knee);
+    LimbSolution {
+        upper,
+        lower,
+        knee: new_knee,
+        foot: new_foot,
+        reached: new_foot.distance(target) <= 1e-5 * (l_ab + l_bc),
     }
 }
 
