@@ -5,59 +5,12 @@
 //! `scripts/bench` runs this and writes the table into the README.
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
-use glam::{Quat, Vec3};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use glam::Vec3;
 use std::time::Duration;
+use tendon_core::fixtures::{bent_chain, reachable_targets};
 use tendon_core::*;
 
 const TARGETS: usize = 32;
-
-fn bent_chain(n: usize, seed: u64) -> Rig {
-    let mut r = ChaCha8Rng::seed_from_u64(seed);
-    let mut parent_len = 0.0;
-    let bones = (0..n)
-        .map(|i| {
-            let length = r.gen_range(0.5..1.5);
-            let rotation = if i == 0 {
-                Quat::IDENTITY
-            } else {
-                Quat::from_rotation_x(r.gen_range(0.05..0.25))
-                    * Quat::from_rotation_z(r.gen_range(-0.05..0.05))
-            };
-            let rest = Transform {
-                translation: Vec3::new(0.0, parent_len, 0.0),
-                rotation,
-                scale: Vec3::ONE,
-            };
-            parent_len = length;
-            let parent = (i > 0).then(|| format!("b{}", i - 1));
-            BoneDesc::new(format!("b{i}"), parent.as_deref(), rest, length)
-        })
-        .collect();
-    RigDesc { bones }.build().unwrap()
-}
-
-/// Reachable targets: the tails of random poses.
-fn cold_targets(rig: &Rig, seed: u64) -> Vec<Vec3> {
-    let mut r = ChaCha8Rng::seed_from_u64(seed);
-    let end = rig.len() - 1;
-    (0..TARGETS)
-        .map(|_| {
-            let mut pose = Pose::rest(rig.len());
-            for q in &mut pose.rotations {
-                let axis = Vec3::new(
-                    r.gen_range(-1.0..1.0),
-                    r.gen_range(-1.0..1.0),
-                    r.gen_range(-1.0..1.0),
-                );
-                *q = Quat::from_axis_angle(axis.normalize_or(Vec3::X), r.gen_range(0.0..0.8));
-            }
-            let world = rig.world_matrices(&pose);
-            rig.head_tail(&world[end], end).1
-        })
-        .collect()
-}
 
 /// A target moving a little each frame, with each frame's start pose the previous solution.
 fn warm_frames(rig: &Rig, solver: &mut AnySolver) -> Vec<(Pose, Vec3)> {
@@ -138,7 +91,7 @@ fn chains(c: &mut Criterion) {
             let mut solver = config.build();
             let mut out = Pose::rest(n);
             let rest = Pose::rest(n);
-            let targets = cold_targets(&rig, 1000 + n as u64);
+            let targets = reachable_targets(&rig, end, TARGETS, 1000 + n as u64);
             let mut k = 0;
             group.bench_with_input(BenchmarkId::new("cold", n), &n, |b, _| {
                 b.iter(|| {
@@ -166,7 +119,7 @@ fn chains(c: &mut Criterion) {
 
 fn two_bone(c: &mut Criterion) {
     let rig = bent_chain(2, 2);
-    let targets = cold_targets(&rig, 7);
+    let targets = reachable_targets(&rig, 1, TARGETS, 7);
     let mut solver = TwoBone::default();
     let rest = Pose::rest(2);
     let mut out = Pose::rest(2);

@@ -4,7 +4,6 @@ mod common;
 
 use common::*;
 use glam::{Quat, Vec3};
-use rand::Rng;
 use tendon_core::*;
 
 const LENGTHS: [usize; 7] = [2, 3, 4, 8, 16, 32, 64];
@@ -158,11 +157,7 @@ fn bone_lengths_and_joint_offsets_are_kept() {
     let mut r = rng(5);
     for (name, mut solver) in all_solvers() {
         for _ in 0..10 {
-            let target = Vec3::new(
-                r.gen_range(-6.0..6.0),
-                r.gen_range(-6.0..6.0),
-                r.gen_range(-6.0..6.0),
-            );
+            let target = Vec3::new(r.range(-6.0, 6.0), r.range(-6.0, 6.0), r.range(-6.0, 6.0));
             let (pose, _) = solver
                 .solve(&rig, &Pose::rest(12), &[Goal::new(11, target)])
                 .unwrap();
@@ -218,11 +213,7 @@ fn every_solver_respects_locks_and_euler_limits() {
     for (name, mut solver) in all_solvers() {
         let mut reached = 0;
         for _ in 0..30 {
-            let target = Vec3::new(
-                r.gen_range(-4.0..4.0),
-                r.gen_range(0.0..7.0),
-                r.gen_range(-4.0..4.0),
-            );
+            let target = Vec3::new(r.range(-4.0, 4.0), r.range(0.0, 7.0), r.range(-4.0, 4.0));
             let (pose, report) = solver
                 .solve(&rig, &Pose::rest(8), &[Goal::new(7, target)])
                 .unwrap();
@@ -251,11 +242,7 @@ fn every_solver_respects_locks_and_euler_limits() {
     for _ in 0..30 {
         let mut pose = Pose::rest(8);
         for i in 0..8 {
-            let angles = [
-                r.gen_range(-0.2..0.9),
-                r.gen_range(-0.3..0.3),
-                r.gen_range(-0.5..0.4),
-            ];
+            let angles = [r.range(-0.2, 0.9), r.range(-0.3, 0.3), r.range(-0.5, 0.4)];
             let mut angles = angles;
             rig.limits(i).clamp_angles(&mut angles);
             pose.rotations[i] = rig.limits(i).order.to_quat(angles);

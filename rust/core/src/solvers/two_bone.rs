@@ -147,38 +147,38 @@ pub fn two_bone_limb(
 }
 
 fn solve_goal(ws: &mut Workspace, rig: &Rig, g: usize) {
-    let joints = ws.joints(g);
-    let (lower, upper) = match *joints {
+    let target = ws.goals[g].target;
+    let (lower, upper) = match *ws.joints(g) {
         [] => return,
         [only] => {
             let head = ws.head(only);
-            let delta = from_to(ws.point(g) - head, ws.goals[g].target - head);
-            ws.rotate_bone(rig, only, delta);
-            ws.forward_kinematics(rig);
+            ws.rotate_bone(rig, only, from_to(ws.point(g) - head, target - head));
+            refresh_subtree(ws, rig, only);
             return;
         }
         [lower, upper, ..] => (lower, upper),
     };
-    let (a, b, c) = (ws.head(upper), ws.head(lower), ws.point(g));
-    let target = ws.goals[g].target;
-    let (knee, foot) = place(
-        a,
-        a.distance(b),
-        b.distance(c),
-        b,
-        c,
+    let limb = two_bone_limb(
+        ws.head(upper),
+        ws.head(lower),
+        ws.point(g),
         target,
         ws.goals[g].goal.pole,
     );
-    ws.rotate_bone(
-        rig,
-        upper,
-        align_planes(b - a, c - b, knee - a, foot - knee),
-    );
-    ws.forward_kinematics(rig);
-    let (b, c) = (ws.head(lower), ws.point(g));
-    ws.rotate_bone(rig, lower, from_to(c - b, foot - b));
-    ws.forward_kinematics(rig);
+    ws.rotate_bone(rig, upper, limb.upper);
+    ws.update_bone(rig, lower);
+    // Measured again after the upper turn, so limits or scale on the upper bone are
+    // honoured rather than assumed away.
+    let (knee, foot) = (ws.head(lower), ws.point(g));
+    ws.rotate_bone(rig, lower, from_to(foot - knee, limb.foot - knee));
+    refresh_subtree(ws, rig, upper);
+}
+
+/// Forward kinematics for the bones below `bone` (a contiguous range in depth-first order).
+fn refresh_subtree(ws: &mut Workspace, rig: &Rig, bone: usize) {
+    for i in rig.subtree(bone).skip(1) {
+        ws.update_bone(rig, i);
+    }
 }
 
 impl Solver for TwoBone {

@@ -1,0 +1,132 @@
+//! Reproducible rigs, poses and targets for tests, benchmarks and demos, shared by the
+//! Rust and Python test suites so both measure the same cases.
+
+use crate::rig::{BoneDesc, Pose, Rig, RigDesc, Transform};
+use glam::{Quat, Vec3};
+
+/// The humanoid with a tail of `tests/fixtures/humanoid.json` (Z up, facing -Y, 26 bones).
+pub const HUMANOID_JSON: &str = include_str!("../../../tests/fixtures/humanoid.json");
+
+/// The humanoid of [`HUMANOID_JSON`].
+pub fn humanoid() -> Rig {
+    Rig::from_json(HUMANOID_JSON).expect("the humanoid fixture is valid")
+}
+
+/// A small deterministic generator (SplitMix64): the same seed gives the same numbers on
+/// every platform.
+#[derive(Debug, Clone)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// A generator started from `seed`.
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `[low, high)`.
+    pub fn range(&mut self, low: f32, high: f32) -> f32 {
+        let unit = (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
+        low + (high - low) * unit
+    }
+
+    /// A direction spread over the sphere.
+    pub fn direction(&mut self) -> Vec3 {
+        loop {
+            let v = Vec3::new(
+                self.range(-1.0, 1.0),
+                self.range(-1.0, 1.0),
+                self.range(-1.0, 1.0),
+            );
+            let l = v.length_squared();
+            if l > 1e-4 && l <= 1.0 {
+                return v / l.sqrt();
+            }
+        }
+    }
+}
+
+/// A serial chain of `bones` connected bones named `b0`, `b1`, ... along +Y, each bone
+/// 0.5 to 1.5 long and bent 0.05 to 0.25 rad about X (and a little about Z) from its
+/// parent: the gently bent rest pose the guide advises.
+pub fn bent_chain(bones: usize, seed: u64) -> Rig {
+    let mut rng = SplitMix64::new(seed);
+    let mut parent_length = 0.0;
+    let bones = (0..bones)
+        .map(|i| {
+            let length = rng.range(0.5, 1.5);
+            let bend = Quat::from_rotation_x(rng.range(0.05, 0.25))
+                * Quat::from_rotation_z(rng.range(-0.05, 0.05));
+            let rest = Transform {
+                translation: Vec3::new(0.0, parent_length, 0.0),
+                rotation: if i == 0 { Quat::IDENTITY } else { bend },
+                scale: Vec3::ONE,
+            };
+            parent_length = length;
+            let parent = (i > 0).then(|| format!("b{}", i - 1));
+            BoneDesc::new(format!("b{i}"), parent.as_deref(), rest, length)
+        })
+        .collect();
+    RigDesc { bones }.build().expect("a bent chain is valid")
+}
+
+/// A pose with every bone turned by up to `max_angle` about a random axis.
+pub fn random_pose(rig: &Rig, rng: &mut SplitMix64, max_angle: f32) -> Pose {
+    let mut pose = Pose::rest(rig.len());
+    for q in &mut pose.rotations {
+        *q = Quat::from_axis_angle(rng.direction(), rng.range(0.0, max_angle));
+    }
+    pose
+}
+
+/// Targets the tail of `bone` can reach: its tail in `count` random poses (joints turned
+/// up to 0.8 rad).
+pub fn reachable_targets(rig: &Rig, bone: usize, count: usize, seed: u64) -> Vec<Vec3> {
+    let mut rng = SplitMix64::new(seed);
+    let mut world = Vec::new();
+    (0..count)
+        .map(|_| {
+            rig.forward_kinematics(&random_pose(rig, &mut rng, 0.8), &mut world);
+            rig.head_tail(&world[bone], bone).1
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generator_is_reproducible_and_in_range() {
+        let (mut a, mut b) = (SplitMix64::new(7), SplitMix64::new(7));
+        for _ in 0..1000 {
+            let x = a.range(-2.0, 3.0);
+            assert_eq!(x.to_bits(), b.range(-2.0, 3.0).to_bits());
+            assert!((-2.0..3.0).contains(&x));
+        }
+        assert!((a.direction().length() - 1.0).abs() < 1e-5);
+    }
+
+    #[test]
+    fn humanoid_matches_its_armature_space_points() {
+        let rig = humanoid();
+        let world = rig.world_matrices(&Pose::rest(rig.len()));
+        let point = |name: &str| {
+            let i = rig.index_of(name).unwrap();
+            rig.head_tail(&world[i], i)
+        };
+        assert!(point("hand.L").1.distance(Vec3::new(0.8, 0.0, 1.42)) < 1e-5);
+        assert!(point("toe.R").1.distance(Vec3::new(-0.1, -0.18, 0.0)) < 1e-5);
+        assert!(point("tail.4").1.distance(Vec3::new(0.0, 0.58, 0.61)) < 1e-5);
+        assert!(point("head").0.distance(Vec3::new(0.0, -0.01, 1.6)) < 1e-5);
+        assert_eq!(rig.len(), 26);
+    }
+}
