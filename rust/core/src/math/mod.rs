@@ -6,5 +6,5 @@ pub mod rotation;
 
 pub use euler::EulerOrder;
 pub use rotation::{
-    angle_between, best_fit_rotation, clamp_angle, from_to, rotation_angle, wrap_angle,
+    angle_between, best_fit_rotation, clamp_angle, from_to, rotation_angle, turn_about, wrap_angle,
 };

@@ -15,14 +15,37 @@ pub fn from_to(from: Vec3, to: Vec3) -> Quat {
     if !(lf > TINY_SQ && lt > TINY_SQ) {
         return Quat::IDENTITY;
     }
-    let (a, b) = (from / lf.sqrt(), to / lt.sqrt());
-    let d = a.dot(b);
-    if d < -0.999_999 {
-        return Quat::from_axis_angle(a.any_orthonormal_vector(), std::f32::consts::PI);
+    // (a x b, |a||b| + a.b) is twice the half-way rotation scaled by |a||b|: no need to
+    // normalise the inputs first.
+    let norms = (lf * lt).sqrt();
+    if !norms.is_finite() {
+        // Squared lengths beyond f32's range: rescale (a rotation ignores length).
+        return from_to(from / from.abs().max_element(), to / to.abs().max_element());
     }
-    // Half-way quaternion: (a x b, 1 + a.b) normalised; exact and cheap.
-    let c = a.cross(b);
-    Quat::from_xyzw(c.x, c.y, c.z, 1.0 + d).normalize()
+    let d = from.dot(to);
+    if d < -0.999_999 * norms {
+        let axis = (from / lf.sqrt()).any_orthonormal_vector();
+        return Quat::from_axis_angle(axis, std::f32::consts::PI);
+    }
+    let c = from.cross(to);
+    Quat::from_xyzw(c.x, c.y, c.z, norms + d).normalize()
+}
+
+/// The rotation about the unit vector `axis` that turns the direction of `from` onto the
+/// direction of `to` (both meant perpendicular to the axis); a half turn when they are
+/// opposite, the identity when either is zero.
+pub fn turn_about(axis: Vec3, from: Vec3, to: Vec3) -> Quat {
+    let sin = axis.dot(from.cross(to));
+    let cos = from.dot(to);
+    let r = (sin * sin + cos * cos).sqrt();
+    if !(r > 0.0 && r.is_finite()) {
+        return Quat::IDENTITY;
+    }
+    if r + cos <= 1e-7 * r {
+        return Quat::from_xyzw(axis.x, axis.y, axis.z, 0.0);
+    }
+    // (k sin t, 1 + cos t) is the half-angle quaternion, scaled.
+    Quat::from_xyzw(axis.x * sin, axis.y * sin, axis.z * sin, r + cos).normalize()
 }
 
 /// The rotation angle of `q` in [0, pi], accurate near zero (unlike `2 acos w`).
@@ -99,6 +122,20 @@ mod tests {
         assert!((opposite * a.normalize() + a.normalize()).length() < 1e-5);
         assert_eq!(from_to(Vec3::ZERO, b), Quat::IDENTITY);
         assert_eq!(from_to(a, Vec3::ZERO), Quat::IDENTITY);
+    }
+
+    #[test]
+    fn turn_about_stays_on_its_axis() {
+        let q = turn_about(Vec3::Z, Vec3::X, Vec3::Y);
+        assert!(angle_between(q, Quat::from_rotation_z(std::f32::consts::FRAC_PI_2)) < 1e-6);
+        let half = turn_about(Vec3::Z, Vec3::X, -Vec3::X * 3.0);
+        assert!(
+            (half * Vec3::Y + Vec3::Y).length() < 1e-6,
+            "a half turn about Z"
+        );
+        assert_eq!(turn_about(Vec3::Z, Vec3::ZERO, Vec3::X), Quat::IDENTITY);
+        let far = from_to(Vec3::new(1e30, 0.0, 0.0), Vec3::new(0.0, 1e30, 0.0));
+        assert!(angle_between(far, Quat::from_rotation_z(std::f32::consts::FRAC_PI_2)) < 1e-5);
     }
 
     #[test]

@@ -10,9 +10,9 @@ use super::driver::{reject, GoalMode, Workspace};
 use super::{IterationParams, SolveReport, Solver};
 use crate::error::Result;
 use crate::goal::{EffectorPoint, Goal};
-use crate::math::from_to;
+use crate::math::{from_to, turn_about};
 use crate::rig::{Pose, Rig};
-use glam::{Mat3, Quat, Vec3};
+use glam::{Quat, Vec3};
 use serde::{Deserialize, Serialize};
 
 /// Two-bone settings.
@@ -90,21 +90,21 @@ pub(crate) fn place(
     (centre + side.normalize() * (l_ab * sin), t)
 }
 
-/// The rotation taking the frame (u, u x w) onto (v, v x z), or the smallest one taking
-/// u onto v when either plane is undefined.
+/// The rotation taking direction `u` onto `v` and the plane of (u, w) onto the plane of
+/// (v, z): the smallest turn of u onto v, then a turn about v bringing the plane's normal
+/// round. When either plane is undefined (a straight limb), just the smallest turn.
 fn align_planes(u: Vec3, w: Vec3, v: Vec3, z: Vec3) -> Quat {
-    let frame = |x: Vec3, y: Vec3| -> Option<Mat3> {
-        let n = x.cross(y);
-        // Nearly parallel segments span no plane (rounding leaves a tiny, random normal).
-        if n.length() <= 1e-4 * x.length() * y.length() {
-            return None;
-        }
-        let (x, n) = (x.try_normalize()?, n.try_normalize()?);
-        Some(Mat3::from_cols(x, n, x.cross(n)))
+    let onto = from_to(u, v);
+    let (old_normal, new_normal) = (u.cross(w), v.cross(z));
+    // Nearly parallel segments span no plane (rounding leaves a tiny, random normal).
+    let planar = |n: Vec3, a: Vec3, b: Vec3| {
+        n.length_squared() > 1e-8 * a.length_squared() * b.length_squared()
     };
-    match (frame(u, w), frame(v, z)) {
-        (Some(from), Some(to)) => Quat::from_mat3(&(to * from.transpose())).normalize(),
-        _ => from_to(u, v),
+    match v.try_normalize() {
+        Some(axis) if planar(old_normal, u, w) && planar(new_normal, v, z) => {
+            turn_about(axis, onto * old_normal, new_normal) * onto
+        }
+        _ => onto,
     }
 }
 
