@@ -107,6 +107,58 @@ fn two_bone_is_exact_in_one_step() {
 }
 
 #[test]
+fn two_bone_folds_when_too_close_and_keeps_the_knee_side() {
+    // Thigh 1.0, shin 0.4: targets nearer the hip than 0.6 cannot be reached; the thigh
+    // points at the target and the shin folds back, the foot 0.6 from the hip.
+    let bend = Transform {
+        translation: Vec3::new(0.0, 1.0, 0.0),
+        rotation: Quat::from_rotation_x(0.3),
+        scale: Vec3::ONE,
+    };
+    let rig = RigDesc {
+        bones: vec![
+            BoneDesc::new("thigh", None, Transform::IDENTITY, 1.0),
+            BoneDesc::new("shin", Some("thigh"), bend, 0.4),
+        ],
+    }
+    .build()
+    .unwrap();
+    let target = Vec3::new(0.1, 0.2, 0.1);
+    let (pose, report) = TwoBone::default()
+        .solve(&rig, &Pose::rest(2), &[Goal::new(1, target)])
+        .unwrap();
+    assert!(!report.reached);
+    let world = rig.world_matrices(&pose);
+    let (hip, knee) = rig.head_tail(&world[0], 0);
+    let foot = rig.head_tail(&world[1], 1).1;
+    assert!(
+        angle(knee - hip, target) < 1e-4,
+        "the thigh points at the target"
+    );
+    assert!((foot.distance(hip) - 0.6).abs() < 1e-5 && angle(foot - hip, target) < 1e-3);
+    assert!((report.residual - (0.6 - target.length())).abs() < 1e-5);
+
+    // Without a pole the knee keeps its bend: at rest it sits on the -Z side of the line
+    // from the hip to the foot (the shin bends towards +Z), and it stays on the -Z side of
+    // the hip-target line for every target, including those across the straight limb.
+    let mut r = rng(31);
+    for _ in 0..50 {
+        let target = Vec3::new(0.0, r.range(0.7, 1.35), r.range(-0.3, 0.3));
+        let (pose, report) = TwoBone::default()
+            .solve(&rig, &Pose::rest(2), &[Goal::new(1, target)])
+            .unwrap();
+        assert!(report.reached);
+        let knee = rig.head_tail(&rig.world_matrices(&pose)[0], 0).1;
+        let axis = target.normalize();
+        let side = knee - axis * knee.dot(axis);
+        assert!(
+            side.z < 0.0 && side.x.abs() < 1e-5,
+            "knee moved to {knee} for {target}"
+        );
+    }
+}
+
+#[test]
 fn ccd_and_transpose_rates_are_stated() {
     // Not 100%: CCD and the plain transpose crawl near full extension. These floors pin the
     // measured rates (printed) so a regression shows.

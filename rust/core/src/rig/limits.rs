@@ -134,16 +134,6 @@ impl JointLimits {
         }
     }
 
-    /// Whether the angle of `axis` sits on a bound and `direction` would push it further out.
-    pub fn pushes_out(&self, axis: usize, angle: f32, direction: f32) -> bool {
-        match self.axes()[axis].interval() {
-            None => false,
-            Some((min, max)) => {
-                (angle <= min && direction < 0.0) || (angle >= max && direction > 0.0)
-            }
-        }
-    }
-
     /// Decomposes `rotation` (relative to rest) into angles in this joint's order, picking
     /// the representation closest to `near`.
     pub fn angles_of(&self, rotation: Quat, near: [f32; 3]) -> [f32; 3] {

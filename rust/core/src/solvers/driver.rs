@@ -332,6 +332,18 @@ impl Workspace {
         }
     }
 
+    /// The point the joint at `goal_joints[k]` of goal `g` aims: the goal's point for its
+    /// first joint, the head of the joint below for the others.
+    pub fn chain_handle(&self, g: usize, k: usize) -> Vec3 {
+        let goal = &self.goals[g];
+        let local = if k == goal.joints.0 {
+            goal.local_point
+        } else {
+            self.head_in_parent(self.goal_joints[k - 1])
+        };
+        self.world[self.goal_joints[k]].transform_point3(local)
+    }
+
     /// Current position of goal `g`'s effector point (head or tail of its bone).
     #[inline]
     pub fn effector(&self, g: usize) -> Vec3 {
@@ -548,13 +560,7 @@ impl Workspace {
                     self.update_bone(rig, j);
                 }
                 let head = self.head(j);
-                let handle = if k == goal.joints.0 {
-                    self.world[j].transform_point3(goal.local_point)
-                } else {
-                    let below = self.goal_joints[k - 1];
-                    self.world[j]
-                        .transform_point3(rig.local_matrix(&self.pose, below).translation.into())
-                };
+                let handle = self.chain_handle(g, k);
                 self.rotate_bone(rig, j, from_to(handle - head, goal.target - head));
             }
             changed = true;

@@ -275,7 +275,7 @@ impl Scratch {
             return None;
         }
         let reached_knee = self.reached_head[lower];
-        let (new_knee, _) = place(head, l_ab, l_bc, reached_knee, foot, target, None);
+        let (new_knee, _) = place(head, l_ab, l_bc, reached_knee - head, foot, target, None);
         // The smallest turn, so the bone's twist is kept.
         Some(from_to(knee - head, new_knee - head))
     }
@@ -335,21 +335,13 @@ impl Scratch {
     /// and twist is kept.
     fn turn_chain_onto_points(&self, ws: &mut Workspace, rig: &Rig, g: usize) {
         let (start, end) = ws.goals[g].joints;
-        let local_point = ws.goals[g].local_point;
         for k in (start..end).rev() {
             let joint = ws.goal_joints[k];
             if k + 1 < end {
                 ws.update_bone(rig, joint);
             }
-            let handle_local = if k == start {
-                local_point
-            } else {
-                rig.local_matrix(&ws.pose, ws.goal_joints[k - 1])
-                    .translation
-                    .into()
-            };
             let head = ws.head(joint);
-            let handle = ws.world[joint].transform_point3(handle_local);
+            let handle = ws.chain_handle(g, k);
             let wanted = self.points[end - k];
             ws.turn_free_bone(joint, from_to(handle - head, wanted - head));
         }
@@ -403,7 +395,7 @@ fn fabrik_points(
         );
         let l_at = a.distance(target);
         if m >= 2 && l_at < l_ab + l_bc && l_at > (l_ab - l_bc).abs() {
-            let (knee, foot) = place(a, l_ab, l_bc, points[m - 1], points[m], target, None);
+            let (knee, foot) = place(a, l_ab, l_bc, points[m - 1] - a, points[m], target, None);
             points[m - 1] = knee;
             points[m] = foot;
         } else {

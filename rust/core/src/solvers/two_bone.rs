@@ -47,13 +47,14 @@ impl TwoBone {
 }
 
 /// New knee and foot positions for a hip at `a`, thigh and shin lengths `l_ab` and
-/// `l_bc`, target `t`: the knee goes to the side of `side_hint` (or of the pole), the foot
-/// as close to `t` as the lengths allow.
+/// `l_bc`, target `t`: the foot as close to `t` as the lengths allow, the knee towards the
+/// pole or else towards `bend` (a direction from the hip), seen across the hip-target line.
+/// `foot_hint` gives the reach direction when the target sits on the hip.
 pub(crate) fn place(
     a: Vec3,
     l_ab: f32,
     l_bc: f32,
-    side_hint: Vec3,
+    bend: Vec3,
     foot_hint: Vec3,
     t: Vec3,
     pole: Option<Vec3>,
@@ -67,7 +68,7 @@ pub(crate) fn place(
     } else {
         (foot_hint - a)
             .try_normalize()
-            .or((side_hint - a).try_normalize())
+            .or(bend.try_normalize())
             .unwrap_or(Vec3::Y)
     };
     if l_at >= l_ab + l_bc {
@@ -85,7 +86,7 @@ pub(crate) fn place(
     let side = pole
         .map(|p| reject(p - centre, dir))
         .filter(|s| s.length_squared() > 1e-20)
-        .or_else(|| Some(reject(side_hint - centre, dir)).filter(|s| s.length_squared() > 1e-20))
+        .or_else(|| Some(reject(bend, dir)).filter(|s| s.length_squared() > 1e-20))
         .unwrap_or_else(|| dir.any_orthonormal_vector());
     (centre + side.normalize() * (l_ab * sin), t)
 }
@@ -106,6 +107,23 @@ fn align_planes(u: Vec3, w: Vec3, v: Vec3, z: Vec3) -> Quat {
         }
         _ => onto,
     }
+}
+
+/// Which way the knee should point from the hip. The knee's offset from the current
+/// hip-foot line, swung with the limb onto the hip-target line: the knee keeps its bend
+/// direction as the target moves, even across a nearly straight limb (the seed's rule,
+/// the knee's side of the hip-target line, flips there). The knee itself when the limb is
+/// straight.
+fn knee_bend(hip: Vec3, knee: Vec3, foot: Vec3, target: Vec3) -> Vec3 {
+    let limb = foot - hip;
+    let Some(axis) = limb.try_normalize() else {
+        return knee - hip;
+    };
+    let offset = reject(knee - hip, axis);
+    if offset.length_squared() <= 1e-12 * (knee - hip).length_squared() {
+        return knee - hip;
+    }
+    from_to(limb, target - hip) * offset
 }
 
 /// The closed-form answer for one limb, in armature space.
@@ -134,7 +152,15 @@ pub fn two_bone_limb(
     pole: Option<Vec3>,
 ) -> LimbSolution {
     let (l_ab, l_bc) = (hip.distance(knee), knee.distance(foot));
-    let (new_knee, new_foot) = place(hip, l_ab, l_bc, knee, foot, target, pole);
+    let (new_knee, new_foot) = place(
+        hip,
+        l_ab,
+        l_bc,
+        knee_bend(hip, knee, foot, target),
+        foot,
+        target,
+        pole,
+    );
     let upper = align_planes(knee - hip, foot - knee, new_knee - hip, new_foot - new_knee);
     let lower = from_to(upper * (foot - knee), new_foot - new_knee);
     LimbSolution {
