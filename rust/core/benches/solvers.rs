@@ -34,47 +34,6 @@ fn warm_frames(rig: &Rig, solver: &mut AnySolver) -> Vec<(Pose, Vec3)> {
     frames
 }
 
-fn configs() -> Vec<(&'static str, SolverConfig)> {
-    let iteration = |max_iterations| IterationParams {
-        tolerance: 1e-4,
-        max_iterations,
-        ..IterationParams::default()
-    };
-    vec![
-        (
-            "fabrik",
-            SolverConfig::Fabrik(FabrikParams {
-                iteration: iteration(500),
-            }),
-        ),
-        (
-            "ccd",
-            SolverConfig::Ccd(CcdParams {
-                iteration: iteration(200),
-            }),
-        ),
-        (
-            "jacobian_dls",
-            SolverConfig::JacobianDls(JacobianDlsParams {
-                iteration: IterationParams {
-                    max_step_angle: 0.5,
-                    ..iteration(100)
-                },
-                ..Default::default()
-            }),
-        ),
-        (
-            "jacobian_transpose",
-            SolverConfig::JacobianTranspose(JacobianTransposeParams {
-                iteration: IterationParams {
-                    max_step_angle: 0.2,
-                    ..iteration(1000)
-                },
-            }),
-        ),
-    ]
-}
-
 fn chains(c: &mut Criterion) {
     let lengths: Vec<usize> = match std::env::var("TENDON_BENCH_LENGTHS") {
         Ok(list) => list
@@ -83,7 +42,12 @@ fn chains(c: &mut Criterion) {
             .collect(),
         Err(_) => vec![2, 4, 8, 16, 32, 64, 128, 256],
     };
-    for (name, config) in configs() {
+    // Every iterative solver with its defaults, to the tolerance of the performance targets.
+    for config in SolverConfig::all()
+        .into_iter()
+        .filter(|c| c.name() != "two_bone")
+    {
+        let (name, config) = (config.name(), config.with_tolerance(1e-4));
         let mut group = c.benchmark_group(name);
         for &n in &lengths {
             let rig = bent_chain(n, n as u64);

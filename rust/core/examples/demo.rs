@@ -10,51 +10,11 @@ use tendon_core::*;
 
 const TARGETS: usize = 200;
 
-fn solvers() -> Vec<(&'static str, SolverConfig)> {
-    let iteration = |max_iterations| IterationParams {
-        tolerance: 1e-4,
-        max_iterations,
-        ..IterationParams::default()
-    };
-    vec![
-        (
-            "fabrik",
-            SolverConfig::Fabrik(FabrikParams {
-                iteration: iteration(500),
-            }),
-        ),
-        (
-            "ccd",
-            SolverConfig::Ccd(CcdParams {
-                iteration: iteration(200),
-            }),
-        ),
-        (
-            "jacobian_dls",
-            SolverConfig::JacobianDls(JacobianDlsParams {
-                iteration: IterationParams {
-                    max_step_angle: 0.5,
-                    ..iteration(100)
-                },
-                ..Default::default()
-            }),
-        ),
-        (
-            "jacobian_transpose",
-            SolverConfig::JacobianTranspose(JacobianTransposeParams {
-                iteration: IterationParams {
-                    max_step_angle: 0.2,
-                    ..iteration(1000)
-                },
-            }),
-        ),
-        (
-            "two_bone",
-            SolverConfig::TwoBone(TwoBoneParams {
-                iteration: iteration(1),
-            }),
-        ),
-    ]
+/// Every solver with its defaults, to the tolerance of the performance targets.
+fn solvers() -> impl Iterator<Item = (&'static str, SolverConfig)> {
+    SolverConfig::all()
+        .into_iter()
+        .map(|c| (c.name(), c.with_tolerance(1e-4)))
 }
 
 fn chains() {

@@ -6,25 +6,6 @@ use common::*;
 use glam::{Quat, Vec3};
 use tendon_core::*;
 
-fn all_solvers() -> Vec<(&'static str, AnySolver)> {
-    vec![
-        ("fabrik", SolverConfig::Fabrik(Default::default()).build()),
-        ("ccd", SolverConfig::Ccd(Default::default()).build()),
-        (
-            "jacobian_dls",
-            SolverConfig::JacobianDls(Default::default()).build(),
-        ),
-        (
-            "jacobian_transpose",
-            SolverConfig::JacobianTranspose(Default::default()).build(),
-        ),
-        (
-            "two_bone",
-            SolverConfig::TwoBone(Default::default()).build(),
-        ),
-    ]
-}
-
 fn assert_sane(name: &str, rig: &Rig, pose: &Pose, report: &SolveReport) {
     assert!(
         pose.rotations

@@ -9,25 +9,6 @@ use tendon_core::*;
 const LENGTHS: [usize; 7] = [2, 3, 4, 8, 16, 32, 64];
 const TRIALS: usize = 100;
 
-fn all_solvers() -> Vec<(&'static str, AnySolver)> {
-    vec![
-        ("fabrik", SolverConfig::Fabrik(Default::default()).build()),
-        ("ccd", SolverConfig::Ccd(Default::default()).build()),
-        (
-            "jacobian_dls",
-            SolverConfig::JacobianDls(Default::default()).build(),
-        ),
-        (
-            "jacobian_transpose",
-            SolverConfig::JacobianTranspose(Default::default()).build(),
-        ),
-        (
-            "two_bone",
-            SolverConfig::TwoBone(Default::default()).build(),
-        ),
-    ]
-}
-
 /// Share of random reachable targets (tails of random poses) each solver reaches within
 /// 1e-4 of the chain length, from the rest pose.
 fn reach_rate(solver: &mut AnySolver, n: usize, seed: u64) -> f32 {
@@ -628,18 +609,17 @@ fn solver_config_json() {
         p.iteration.tolerance,
         JacobianDlsParams::default().iteration.tolerance
     );
-    for config in [
-        SolverConfig::Fabrik(Default::default()),
-        SolverConfig::Ccd(Default::default()),
-        SolverConfig::JacobianTranspose(Default::default()),
-        SolverConfig::JacobianDls(Default::default()),
-        SolverConfig::TwoBone(Default::default()),
-    ] {
+    for (name, config) in SolverConfig::NAMES.iter().zip(SolverConfig::all()) {
+        assert_eq!(config.name(), *name);
+        assert_eq!(SolverConfig::by_name(name).unwrap(), config);
         let json = serde_json::to_string(&config).unwrap();
+        assert!(json.contains(&format!("\"solver\":\"{name}\"")), "{json}");
         assert_eq!(
             serde_json::from_str::<SolverConfig>(&json).unwrap(),
             config,
             "{json}"
         );
     }
+    let err = SolverConfig::by_name("newton").unwrap_err().to_string();
+    assert!(err.contains("'newton' is not one of fabrik, ccd"), "{err}");
 }

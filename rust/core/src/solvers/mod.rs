@@ -116,6 +116,65 @@ pub enum SolverConfig {
 }
 
 impl SolverConfig {
+    /// Every solver with its default parameters, in the order of [`SolverConfig::NAMES`].
+    pub fn all() -> [SolverConfig; 5] {
+        [
+            SolverConfig::Fabrik(FabrikParams::default()),
+            SolverConfig::Ccd(CcdParams::default()),
+            SolverConfig::JacobianTranspose(JacobianTransposeParams::default()),
+            SolverConfig::JacobianDls(JacobianDlsParams::default()),
+            SolverConfig::TwoBone(TwoBoneParams::default()),
+        ]
+    }
+
+    /// The solvers' names, as the `"solver"` tag of the JSON form spells them.
+    pub const NAMES: [&'static str; 5] = [
+        "fabrik",
+        "ccd",
+        "jacobian_transpose",
+        "jacobian_dls",
+        "two_bone",
+    ];
+
+    /// The solver called `name` with its default parameters.
+    pub fn by_name(name: &str) -> Result<SolverConfig> {
+        match Self::NAMES.iter().position(|n| *n == name) {
+            Some(i) => Ok(Self::all()[i]),
+            None => Err(TendonError::InvalidValue {
+                what: "solver name".into(),
+                reason: format!("'{name}' is not one of {}", Self::NAMES.join(", ")),
+            }),
+        }
+    }
+
+    /// This solver's name.
+    pub fn name(&self) -> &'static str {
+        Self::NAMES[match self {
+            SolverConfig::Fabrik(_) => 0,
+            SolverConfig::Ccd(_) => 1,
+            SolverConfig::JacobianTranspose(_) => 2,
+            SolverConfig::JacobianDls(_) => 3,
+            SolverConfig::TwoBone(_) => 4,
+        }]
+    }
+
+    /// The settings every solver shares.
+    pub fn iteration_mut(&mut self) -> &mut IterationParams {
+        match self {
+            SolverConfig::Fabrik(p) => &mut p.iteration,
+            SolverConfig::Ccd(p) => &mut p.iteration,
+            SolverConfig::JacobianTranspose(p) => &mut p.iteration,
+            SolverConfig::JacobianDls(p) => &mut p.iteration,
+            SolverConfig::TwoBone(p) => &mut p.iteration,
+        }
+    }
+
+    /// The same solver with another tolerance.
+    pub fn with_tolerance(mut self, tolerance: f32) -> Self {
+        self.iteration_mut().tolerance = tolerance;
+        self
+    }
+
     /// Builds the configured solver.
     pub fn build(&self) -> AnySolver {
         match *self {

@@ -5,7 +5,15 @@ use glam::Vec3;
 // Not every test file uses every helper.
 #[allow(unused_imports)]
 pub use tendon_core::fixtures::{bent_chain, random_pose, SplitMix64};
-use tendon_core::{Pose, Rig};
+use tendon_core::{AnySolver, Pose, Rig, SolverConfig};
+
+/// Every solver with its defaults, by name.
+pub fn all_solvers() -> Vec<(&'static str, AnySolver)> {
+    SolverConfig::all()
+        .iter()
+        .map(|c| (c.name(), c.build()))
+        .collect()
+}
 
 pub fn rng(seed: u64) -> SplitMix64 {
     SplitMix64::new(seed)
