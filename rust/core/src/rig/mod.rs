@@ -258,6 +258,11 @@ impl Rig {
         &self.rest[i]
     }
 
+    /// Rest transform of bone `i` relative to its parent, as a matrix.
+    pub fn rest_matrix(&self, i: usize) -> &Affine3A {
+        &self.rest_affine[i]
+    }
+
     /// Length of bone `i`.
     pub fn length(&self, i: usize) -> f32 {
         self.lengths[i]

@@ -44,7 +44,7 @@ pub(crate) struct PreparedGoal {
     pub local_point: Vec3,
     /// The goal's effector point (head or tail) in its bone's frame.
     pub effector_local: Vec3,
-    /// Where that point should go.
+    /// Where the positioned point (`local_point` in `owner`) should go.
     pub target: Vec3,
     /// Armature-space rotation imposed on the effector bone after each step (positional mode).
     pub orientation: Option<Quat>,
@@ -121,9 +121,11 @@ impl Workspace {
         self.world.resize(n, Affine3A::IDENTITY);
         self.world_rot.resize(n, Quat::IDENTITY);
         self.fixed_local.clear();
-        self.fixed_local.extend((0..n).map(|i| {
-            rig.rest(i).to_affine() * Affine3A::from_translation(self.pose.translations[i])
-        }));
+        self.fixed_local.extend(
+            (0..n).map(|i| {
+                *rig.rest_matrix(i) * Affine3A::from_translation(self.pose.translations[i])
+            }),
+        );
         self.euler.clear();
         for i in 0..n {
             let limits = rig.limits(i);
@@ -277,17 +279,8 @@ impl Workspace {
     /// Recomputes bone `i`'s frame from its parent's (which must be current).
     #[inline]
     pub fn update_bone(&mut self, rig: &Rig, i: usize) {
+        let local = self.local_matrix(i);
         let q = self.pose.rotations[i];
-        let mut basis = Mat3A::from_quat(q);
-        let scale = self.pose.scales[i];
-        if scale != Vec3::ONE {
-            basis *= Mat3A::from_diagonal(scale);
-        }
-        let fixed = &self.fixed_local[i];
-        let local = Affine3A {
-            matrix3: fixed.matrix3 * basis,
-            translation: fixed.translation,
-        };
         let rot = rig.rest(i).rotation * q;
         match rig.parent(i) {
             Some(p) => {
@@ -298,6 +291,21 @@ impl Workspace {
                 self.world[i] = local;
                 self.world_rot[i] = rot;
             }
+        }
+    }
+
+    /// Bone `i`'s local matrix in the working pose: its fixed part, then rotation and scale.
+    #[inline]
+    pub fn local_matrix(&self, i: usize) -> Affine3A {
+        let mut basis = Mat3A::from_quat(self.pose.rotations[i]);
+        let scale = self.pose.scales[i];
+        if scale != Vec3::ONE {
+            basis *= Mat3A::from_diagonal(scale);
+        }
+        let fixed = &self.fixed_local[i];
+        Affine3A {
+            matrix3: fixed.matrix3 * basis,
+            translation: fixed.translation,
         }
     }
 

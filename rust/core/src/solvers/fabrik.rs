@@ -258,9 +258,7 @@ impl Scratch {
         }
         let upper = joint.bone;
         let head = ws.head(upper);
-        let lower_world = ws.world[upper]
-            * ws.fixed_local[lower]
-            * glam::Affine3A::from_quat(ws.pose.rotations[lower]);
+        let lower_world = ws.world[upper] * ws.local_matrix(lower);
         let knee = Vec3::from(lower_world.translation);
         let foot = lower_world.transform_point3(lower_handle.local);
         let target = ws.goals[g].target;
