@@ -186,3 +186,59 @@ fn pose_order_conversion_and_validation() {
         .contains("expected 12"));
     assert!(Pose::from_caller_order(&rig, &short).is_err());
 }
+
+#[test]
+fn from_armature_space_matrices() {
+    // Blender gives each bone's rest matrix in armature space; the rig rebuilt from them
+    // puts every head and tail where they were.
+    let rig = tendon_core::fixtures::humanoid();
+    let desc = rig.to_desc();
+    let world = rig.world_matrices(&Pose::rest(rig.len()));
+    let caller = |name: &str| desc.bones.iter().position(|b| b.name == name);
+    let names: Vec<String> = desc.bones.iter().map(|b| b.name.clone()).collect();
+    let parents: Vec<Option<usize>> = desc
+        .bones
+        .iter()
+        .map(|b| b.parent.as_deref().and_then(caller))
+        .collect();
+    let matrices: Vec<glam::Mat4> = (0..rig.len())
+        .map(|c| glam::Mat4::from(world[rig.to_dfs(c)]))
+        .collect();
+    let lengths: Vec<f32> = desc.bones.iter().map(|b| b.length).collect();
+    let rebuilt = RigDesc::from_armature_matrices(&names, &parents, &matrices, &lengths)
+        .unwrap()
+        .build()
+        .unwrap();
+    let again = rebuilt.world_matrices(&Pose::rest(rebuilt.len()));
+    for (i, matrix) in world.iter().enumerate() {
+        let j = rebuilt.index_of(rig.name(i)).unwrap();
+        let (a, b) = (rig.head_tail(matrix, i), rebuilt.head_tail(&again[j], j));
+        assert!(
+            a.0.distance(b.0) < 1e-5 && a.1.distance(b.1) < 1e-5,
+            "{}",
+            rig.name(i)
+        );
+    }
+    // Errors name the bone or the array.
+    let err = |m: &[glam::Mat4], p: &[Option<usize>], l: &[f32]| {
+        RigDesc::from_armature_matrices(&names, p, m, l)
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(
+        err(&matrices[1..], &parents, &lengths).contains("matrices has 25 entries, expected 26")
+    );
+    let mut bad = matrices.clone();
+    bad[3].x_axis.y = f32::NAN;
+    assert!(err(&bad, &parents, &lengths).contains(&format!("rest matrix of bone '{}'", names[3])));
+    let mut sheared = matrices.clone();
+    sheared[5].y_axis += glam::Vec4::new(0.5, 0.0, 0.0, 0.0);
+    assert!(err(&sheared, &parents, &lengths).contains("sheared"));
+    let mut flat = matrices.clone();
+    let hips = caller("hips").unwrap();
+    flat[hips] = glam::Mat4::ZERO;
+    assert!(err(&flat, &parents, &lengths).contains("not invertible"));
+    let mut orphan = parents.clone();
+    orphan[2] = Some(99);
+    assert!(err(&matrices, &orphan, &lengths).contains("bone index 99"));
+}

@@ -8,7 +8,7 @@ pub use limits::{AxisLimit, JointLimits};
 pub use pose::Pose;
 
 use crate::error::{ensure_finite, Result, TendonError};
-use glam::{Affine3A, Quat, Vec3};
+use glam::{Affine3A, Mat4, Quat, Vec3};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::ops::Range;
@@ -101,6 +101,81 @@ impl RigDesc {
     /// Writes the description as JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("a rig description always serialises")
+    }
+
+    /// A description from armature-space rest matrices, as Blender's `Bone.matrix_local`
+    /// gives them (the head at the origin, the bone along +Y), with each bone's parent as
+    /// an index into the same arrays. Each rest transform becomes relative to its parent.
+    /// Errors name the bone whose matrix is not finite, not invertible or sheared, or the
+    /// array of the wrong size.
+    pub fn from_armature_matrices(
+        names: &[String],
+        parents: &[Option<usize>],
+        matrices: &[Mat4],
+        lengths: &[f32],
+    ) -> Result<RigDesc> {
+        let n = names.len();
+        for (what, got) in [
+            ("parents", parents.len()),
+            ("matrices", matrices.len()),
+            ("lengths", lengths.len()),
+        ] {
+            if got != n {
+                return Err(TendonError::Size {
+                    what: what.into(),
+                    expected: n,
+                    got,
+                });
+            }
+        }
+        for (i, name) in names.iter().enumerate() {
+            let what = || format!("rest matrix of bone '{name}'");
+            ensure_finite(&matrices[i].to_cols_array(), what)?;
+            if matrices[i].determinant().abs() < 1e-12 {
+                return Err(TendonError::InvalidValue {
+                    what: what(),
+                    reason: "it is not invertible".into(),
+                });
+            }
+            if let Some(p) = parents[i].filter(|&p| p >= n) {
+                return Err(TendonError::BoneIndex {
+                    what: format!("parent of bone '{name}'"),
+                    index: p,
+                    count: n,
+                });
+            }
+        }
+        let mut bones = Vec::with_capacity(n);
+        for (i, name) in names.iter().enumerate() {
+            let local = match parents[i] {
+                None => matrices[i],
+                Some(p) => matrices[p].inverse() * matrices[i],
+            };
+            let (scale, rotation, translation) = local.to_scale_rotation_translation();
+            let rebuilt = Mat4::from_scale_rotation_translation(scale, rotation, translation);
+            let size = local
+                .to_cols_array()
+                .iter()
+                .fold(1.0f32, |m, v| m.max(v.abs()));
+            if !rebuilt.abs_diff_eq(local, 1e-4 * size) || !rotation.is_finite() {
+                return Err(TendonError::InvalidValue {
+                    what: format!("rest matrix of bone '{name}'"),
+                    reason: "relative to its parent it is sheared or projective, not translation, rotation and scale".into(),
+                });
+            }
+            bones.push(BoneDesc {
+                name: name.clone(),
+                parent: parents[i].map(|p| names[p].clone()),
+                rest: Transform {
+                    translation,
+                    rotation: rotation.normalize(),
+                    scale,
+                },
+                length: lengths[i],
+                limits: JointLimits::default(),
+            });
+        }
+        Ok(RigDesc { bones })
     }
 
     /// Validates the description and builds the immutable, depth-first [`Rig`].
