@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes tests/fixtures/humanoid.json: a humanoid with a tail, as Blender would describe it.
+"""Writes tests/fixtures/humanoid.json: a humanoid with a tail and fingers (50 bones), as
+Blender would describe it.
 
 Bones are given by armature-space head and tail (Z up, character facing -Y, roll 0) and
 converted to Tendon's rig description: each bone's rest transform relative to its parent,
@@ -37,6 +38,19 @@ for side, s in (("L", 1.0), ("R", -1.0)):
             f"toe.{side}": (f"foot.{side}", (s * 0.10, -0.12, 0.02), (s * 0.10, -0.18, 0.0)),
         }
     )
+
+
+# Thumb, index, middle and ring fingers: three phalanges each, curling slightly downwards.
+FINGERS = {"thumb": (-0.035, 0.72, 0.03), "index": (-0.02, 0.80, 0.04), "middle": (0.0, 0.80, 0.045), "ring": (0.02, 0.80, 0.04)}
+for side, s in (("L", 1.0), ("R", -1.0)):
+    for finger, (y, x, length) in FINGERS.items():
+        parent, head = f"hand.{side}", (s * x, y, 1.42)
+        for k in range(3):
+            step = length * (1.0 - 0.2 * k)
+            tail = (head[0] + s * step, head[1] - (0.01 if finger == "thumb" else 0.0), head[2] - 0.004 * (k + 1))
+            name = f"{finger}.{k + 1}.{side}"
+            BONES[name] = (parent, head, tail)
+            parent, head = name, tail
 
 
 def sub(a, b):

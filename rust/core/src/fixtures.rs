@@ -4,7 +4,8 @@
 use crate::rig::{BoneDesc, Pose, Rig, RigDesc, Transform};
 use glam::{Quat, Vec3};
 
-/// The humanoid with a tail of `tests/fixtures/humanoid.json` (Z up, facing -Y, 26 bones).
+/// The humanoid with a tail and fingers of `tests/fixtures/humanoid.json` (Z up, facing
+/// -Y, 50 bones).
 pub const HUMANOID_JSON: &str = include_str!("../../../tests/fixtures/humanoid.json");
 
 /// The humanoid of [`HUMANOID_JSON`].
@@ -127,6 +128,6 @@ mod tests {
         assert!(point("toe.R").1.distance(Vec3::new(-0.1, -0.18, 0.0)) < 1e-5);
         assert!(point("tail.4").1.distance(Vec3::new(0.0, 0.58, 0.61)) < 1e-5);
         assert!(point("head").0.distance(Vec3::new(0.0, -0.01, 1.6)) < 1e-5);
-        assert_eq!(rig.len(), 26);
+        assert_eq!(rig.len(), 50);
     }
 }

@@ -226,7 +226,7 @@ fn from_armature_space_matrices() {
             .to_string()
     };
     assert!(
-        err(&matrices[1..], &parents, &lengths).contains("matrices has 25 entries, expected 26")
+        err(&matrices[1..], &parents, &lengths).contains("matrices has 49 entries, expected 50")
     );
     let mut bad = matrices.clone();
     bad[3].x_axis.y = f32::NAN;

@@ -1,0 +1,986 @@
+//! Python bindings of `tendon-core`: the `tendon._native` module.
+//!
+//! Thin by design: shape and dtype checks, conversion between numpy float32 arrays (in the
+//! caller's bone order, quaternions w-first as Blender has them) and the core's types, the
+//! GIL released around every solve, and one mapping from core errors (and panics) to the
+//! `tendon.TendonError` family. Defaults come from the core's `Default` impls.
+
+use glam::{Mat4, Quat, Vec3};
+use pyo3::buffer::PyBuffer;
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::IntoPyObjectExt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use tendon_core::{
+    AnySolver, EffectorPoint, Goal as CoreGoal, JointLimits, Pose, Rig as CoreRig, RigDesc,
+    SolveReport, Solver as _, SolverConfig, TendonError as CoreError,
+};
+
+create_exception!(
+    tendon._native,
+    TendonError,
+    PyValueError,
+    "Any error Tendon reports: a ValueError."
+);
+create_exception!(
+    tendon._native,
+    RigError,
+    TendonError,
+    "The rig description is invalid."
+);
+create_exception!(
+    tendon._native,
+    LimitError,
+    TendonError,
+    "A joint limit is invalid."
+);
+create_exception!(
+    tendon._native,
+    ShapeError,
+    TendonError,
+    "An array has the wrong shape, size or type."
+);
+create_exception!(
+    tendon._native,
+    NonFiniteError,
+    TendonError,
+    "A number is NaN or infinite."
+);
+create_exception!(
+    tendon._native,
+    BoneIndexError,
+    TendonError,
+    "A bone index or name does not exist."
+);
+create_exception!(
+    tendon._native,
+    SolverError,
+    TendonError,
+    "A solver or its settings are invalid."
+);
+create_exception!(
+    tendon._native,
+    InternalError,
+    TendonError,
+    "A bug in Tendon (please report it)."
+);
+
+/// The one place core errors become Python exceptions.
+fn to_py(err: CoreError) -> PyErr {
+    let message = err.to_string();
+    match err {
+        CoreError::EmptyRig
+        | CoreError::DuplicateBone(_)
+        | CoreError::UnknownParent { .. }
+        | CoreError::Cycle { .. }
+        | CoreError::Json(_) => RigError::new_err(message),
+        CoreError::InvalidLimit { .. } => LimitError::new_err(message),
+        CoreError::NonFinite { .. } => NonFiniteError::new_err(message),
+        CoreError::BoneIndex { .. } => BoneIndexError::new_err(message),
+        CoreError::Size { .. } => ShapeError::new_err(message),
+        _ => TendonError::new_err(message),
+    }
+}
+
+/// Runs `f`, turning a panic into `InternalError` so none crosses into Python otherwise.
+fn guarded<T>(f: impl FnOnce() -> Result<T, CoreError>) -> PyResult<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => result.map_err(to_py),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(InternalError::new_err(format!(
+                "internal error in Tendon: {what}"
+            )))
+        }
+    }
+}
+
+/// Shape pattern entry matching any length.
+const ANY: usize = usize::MAX;
+
+/// Reads a float32 array of the given shape (`ANY` matches any length) into `out` and
+/// returns its shape. Contiguous float32 buffers are read directly; anything else numpy
+/// can turn into float32 (float64, lists, strided views) is converted first.
+fn read_f32(
+    obj: &Bound<'_, PyAny>,
+    what: &str,
+    shape: &[usize],
+    out: &mut Vec<f32>,
+) -> PyResult<Vec<usize>> {
+    let py = obj.py();
+    let buffer = match PyBuffer::<f32>::get(obj) {
+        Ok(buffer) => buffer,
+        Err(_) => {
+            let numpy = py.import("numpy")?;
+            let converted = numpy
+                .call_method1("ascontiguousarray", (obj, "float32"))
+                .map_err(|e| {
+                    ShapeError::new_err(format!(
+                        "{what} must be an array of numbers with shape {}: {e}",
+                        pattern(shape)
+                    ))
+                })?;
+            PyBuffer::<f32>::get(&converted)?
+        }
+    };
+    let got = buffer.shape().to_vec();
+    let fits = got.len() == shape.len() && got.iter().zip(shape).all(|(g, s)| *s == ANY || g == s);
+    if !fits {
+        return Err(ShapeError::new_err(format!(
+            "{what} has shape {}, expected {}",
+            pattern(&got),
+            pattern(shape)
+        )));
+    }
+    out.resize(buffer.item_count(), 0.0);
+    let copied = buffer.copy_to_slice(py, out);
+    copied?;
+    Ok(got)
+}
+
+fn pattern(shape: &[usize]) -> String {
+    let parts: Vec<String> = shape
+        .iter()
+        .map(|&s| {
+            if s == ANY {
+                "n".to_string()
+            } else {
+                s.to_string()
+            }
+        })
+        .collect();
+    format!("({})", parts.join(", "))
+}
+
+/// A new float32 numpy array of `shape` holding `data`.
+fn new_array<'py>(py: Python<'py>, shape: &[usize], data: &[f32]) -> PyResult<Bound<'py, PyAny>> {
+    let array = py
+        .import("numpy")?
+        .call_method1("empty", (PyTuple::new(py, shape)?, "float32"))?;
+    let buffer = PyBuffer::<f32>::get(&array)?;
+    let copied = buffer.copy_from_slice(py, data);
+    copied?;
+    Ok(array)
+}
+
+/// A new numpy array of `dtype` from a list of Python numbers (small per-frame reports).
+fn new_typed<'py, T: IntoPyObject<'py> + Copy>(
+    py: Python<'py>,
+    dtype: &str,
+    data: &[T],
+) -> PyResult<Bound<'py, PyAny>> {
+    let list = PyList::new(py, data.iter().copied())?;
+    py.import("numpy")?.call_method1("array", (list, dtype))
+}
+
+fn vec3(values: &[f32]) -> Vec3 {
+    Vec3::new(values[0], values[1], values[2])
+}
+
+/// Blender's (w, x, y, z) to glam.
+fn quat_wxyz(v: &[f32]) -> Quat {
+    Quat::from_xyzw(v[1], v[2], v[3], v[0])
+}
+
+/// An armature: bones in depth-first order inside, in your order at this interface.
+///
+/// Arrays given to and returned by a rig's methods list bones in the order the rig was
+/// described (the "caller order"); `dfs_order` shows the order solvers work in.
+#[pyclass(module = "tendon._native", frozen)]
+struct Rig {
+    rig: CoreRig,
+}
+
+#[pymethods]
+impl Rig {
+    /// A rig from its JSON description (the format `to_json` writes).
+    #[staticmethod]
+    fn from_json(text: &str) -> PyResult<Rig> {
+        guarded(|| CoreRig::from_json(text)).map(|rig| Rig { rig })
+    }
+
+    /// A rig from arrays: bone names, parent indices (-1 for a root), armature-space rest
+    /// matrices (n, 4, 4) as Blender's `Bone.matrix_local` gives them (row-major: the
+    /// translation in the last column), and bone lengths (n,). `limits` optionally maps
+    /// bone names to joint limits in the JSON form of the rig description.
+    #[staticmethod]
+    #[pyo3(signature = (names, parents, rest_matrices, lengths, limits = None))]
+    fn from_arrays(
+        names: Vec<String>,
+        parents: Vec<i64>,
+        rest_matrices: &Bound<'_, PyAny>,
+        lengths: &Bound<'_, PyAny>,
+        limits: Option<&str>,
+    ) -> PyResult<Rig> {
+        let n = names.len();
+        let mut matrices = Vec::new();
+        read_f32(rest_matrices, "rest_matrices", &[n, 4, 4], &mut matrices)?;
+        let mut bone_lengths = Vec::new();
+        read_f32(lengths, "lengths", &[n], &mut bone_lengths)?;
+        if parents.len() != n {
+            return Err(ShapeError::new_err(format!(
+                "parents has {} entries, expected {n}",
+                parents.len()
+            )));
+        }
+        let mut parent_index = Vec::with_capacity(n);
+        for (i, &p) in parents.iter().enumerate() {
+            parent_index.push(match p {
+                -1 => None,
+                p if p >= 0 && (p as usize) < n => Some(p as usize),
+                p => {
+                    return Err(BoneIndexError::new_err(format!(
+                        "parent of bone '{}' is {p}: not -1 and not an index below {n}",
+                        names[i]
+                    )))
+                }
+            });
+        }
+        // Row-major 4x4 to glam's column-major.
+        let mats: Vec<Mat4> = matrices
+            .chunks_exact(16)
+            .map(|m| Mat4::from_cols_slice(m).transpose())
+            .collect();
+        let limits: Option<std::collections::HashMap<String, JointLimits>> = match limits {
+            None => None,
+            Some(text) => Some(serde_json::from_str(text).map_err(|e| {
+                LimitError::new_err(format!("limits must map bone names to limits: {e}"))
+            })?),
+        };
+        guarded(|| {
+            let mut desc =
+                RigDesc::from_armature_matrices(&names, &parent_index, &mats, &bone_lengths)?;
+            if let Some(limits) = &limits {
+                for (name, limit) in limits {
+                    let bone =
+                        desc.bones
+                            .iter_mut()
+                            .find(|b| &b.name == name)
+                            .ok_or_else(|| CoreError::InvalidValue {
+                                what: "limits".into(),
+                                reason: format!("there is no bone '{name}'"),
+                            })?;
+                    bone.limits = *limit;
+                }
+            }
+            desc.build()
+        })
+        .map(|rig| Rig { rig })
+    }
+
+    /// The rig's JSON description (bones in the caller's order).
+    fn to_json(&self) -> String {
+        self.rig.to_desc().to_json()
+    }
+
+    fn __len__(&self) -> usize {
+        self.rig.len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Rig({} bones, root '{}')", self.rig.len(), self.rig.name(0))
+    }
+
+    /// Pickling goes through the JSON description.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (String,))> {
+        let from_json = slf.get_type().getattr("from_json")?;
+        Ok((from_json, (slf.get().to_json(),)))
+    }
+
+    /// Bone names, in the caller's order.
+    #[getter]
+    fn names(&self) -> Vec<String> {
+        (0..self.rig.len())
+            .map(|c| self.rig.name(self.rig.to_dfs(c)).to_string())
+            .collect()
+    }
+
+    /// Parent of each bone as a caller index, -1 for roots.
+    #[getter]
+    fn parents(&self) -> Vec<i64> {
+        (0..self.rig.len())
+            .map(|c| match self.rig.parent(self.rig.to_dfs(c)) {
+                Some(p) => self.rig.to_caller(p) as i64,
+                None => -1,
+            })
+            .collect()
+    }
+
+    /// The depth-first order solvers work in: the caller index of each position.
+    #[getter]
+    fn dfs_order(&self) -> Vec<usize> {
+        self.rig.caller_from_dfs().to_vec()
+    }
+
+    /// The caller index of the bone called `name`.
+    fn index(&self, name: &str) -> PyResult<usize> {
+        self.rig
+            .index_of(name)
+            .map(|dfs| self.rig.to_caller(dfs))
+            .ok_or_else(|| BoneIndexError::new_err(format!("there is no bone '{name}'")))
+    }
+
+    /// The rest pose's rotations: (n, 4) float32 identity quaternions, w first.
+    fn rest_rotations<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let data: Vec<f32> = (0..self.rig.len())
+            .flat_map(|_| [1.0, 0.0, 0.0, 0.0])
+            .collect();
+        new_array(py, &[self.rig.len(), 4], &data)
+    }
+
+    /// Armature-space matrices (n, 4, 4), row-major, of the pose given by local rotations
+    /// (n, 4) w-first and optional translations and scales (n, 3), all relative to rest.
+    #[pyo3(signature = (rotations, translations = None, scales = None))]
+    fn forward_kinematics<'py>(
+        &self,
+        py: Python<'py>,
+        rotations: &Bound<'py, PyAny>,
+        translations: Option<&Bound<'py, PyAny>>,
+        scales: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let mut pose = Pose::rest(self.rig.len());
+        let mut scratch = Vec::new();
+        read_pose(
+            &self.rig,
+            rotations,
+            translations,
+            scales,
+            &mut pose,
+            &mut scratch,
+        )?;
+        let world = guarded(|| {
+            pose.validate(&self.rig)?;
+            Ok(self.rig.world_matrices(&pose))
+        })?;
+        let mut data = Vec::with_capacity(16 * self.rig.len());
+        for caller in 0..self.rig.len() {
+            let m = Mat4::from(world[self.rig.to_dfs(caller)]).transpose();
+            data.extend_from_slice(&m.to_cols_array());
+        }
+        new_array(py, &[self.rig.len(), 4, 4], &data)
+    }
+}
+
+/// Reads a pose in the caller's order into `pose` (depth-first order).
+fn read_pose(
+    rig: &CoreRig,
+    rotations: &Bound<'_, PyAny>,
+    translations: Option<&Bound<'_, PyAny>>,
+    scales: Option<&Bound<'_, PyAny>>,
+    pose: &mut Pose,
+    scratch: &mut Vec<f32>,
+) -> PyResult<()> {
+    let n = rig.len();
+    *pose = Pose::rest(n);
+    read_f32(rotations, "rotations", &[n, 4], scratch)?;
+    for (caller, q) in scratch.chunks_exact(4).enumerate() {
+        pose.rotations[rig.to_dfs(caller)] = quat_wxyz(q);
+    }
+    if let Some(t) = translations {
+        read_f32(t, "translations", &[n, 3], scratch)?;
+        for (caller, v) in scratch.chunks_exact(3).enumerate() {
+            pose.translations[rig.to_dfs(caller)] = vec3(v);
+        }
+    }
+    if let Some(s) = scales {
+        read_f32(s, "scales", &[n, 3], scratch)?;
+        for (caller, v) in scratch.chunks_exact(3).enumerate() {
+            pose.scales[rig.to_dfs(caller)] = vec3(v);
+        }
+    }
+    Ok(())
+}
+
+/// Which bone a goal names: by caller index or by name.
+#[derive(Clone, Debug)]
+enum BoneRef {
+    Index(usize),
+    Name(String),
+}
+
+/// One IK goal. `bone` is a bone name or caller index; `target` and `pole` are
+/// armature-space positions; `rotation` an armature-space (w, x, y, z) quaternion;
+/// `point` is "tail" (default) or "head"; `chain_length` 0 means up to the root.
+#[pyclass(module = "tendon._native", frozen)]
+#[derive(Clone)]
+struct Goal {
+    bone_ref: BoneRef,
+    goal: CoreGoal,
+}
+
+#[pymethods]
+impl Goal {
+    #[new]
+    #[pyo3(signature = (bone, target, *, rotation = None, rotation_weight = 1.0, weight = 1.0, chain_length = 0, pole = None, point = "tail"))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        bone: &Bound<'_, PyAny>,
+        target: &Bound<'_, PyAny>,
+        rotation: Option<&Bound<'_, PyAny>>,
+        rotation_weight: f32,
+        weight: f32,
+        chain_length: usize,
+        pole: Option<&Bound<'_, PyAny>>,
+        point: &str,
+    ) -> PyResult<Goal> {
+        let bone_ref = if let Ok(name) = bone.extract::<String>() {
+            BoneRef::Name(name)
+        } else if let Ok(index) = bone.extract::<usize>() {
+            BoneRef::Index(index)
+        } else {
+            return Err(BoneIndexError::new_err(
+                "bone must be a bone name or a non-negative index",
+            ));
+        };
+        let mut scratch = Vec::new();
+        read_f32(target, "target", &[3], &mut scratch)?;
+        let mut goal = CoreGoal::new(0, vec3(&scratch));
+        if let Some(r) = rotation {
+            read_f32(r, "rotation", &[4], &mut scratch)?;
+            goal = goal.with_rotation(quat_wxyz(&scratch), rotation_weight);
+        }
+        goal.rotation_weight = rotation_weight;
+        goal.weight = weight;
+        goal.chain_length = chain_length;
+        if let Some(p) = pole {
+            read_f32(p, "pole", &[3], &mut scratch)?;
+            goal.pole = Some(vec3(&scratch));
+        }
+        goal.point = match point {
+            "tail" => EffectorPoint::Tail,
+            "head" => EffectorPoint::Head,
+            other => {
+                return Err(TendonError::new_err(format!(
+                    "point must be 'tail' or 'head', not '{other}'"
+                )))
+            }
+        };
+        Ok(Goal { bone_ref, goal })
+    }
+
+    /// The bone, as given (a name or a caller index).
+    #[getter]
+    fn bone<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match &self.bone_ref {
+            BoneRef::Index(i) => i.into_bound_py_any(py),
+            BoneRef::Name(n) => n.into_bound_py_any(py),
+        }
+    }
+
+    /// The target position.
+    #[getter]
+    fn target(&self) -> (f32, f32, f32) {
+        self.goal.target.into()
+    }
+
+    /// The target rotation (w, x, y, z), or None.
+    #[getter]
+    fn rotation(&self) -> Option<(f32, f32, f32, f32)> {
+        self.goal.rotation.map(|q| (q.w, q.x, q.y, q.z))
+    }
+
+    /// How much the rotation counts.
+    #[getter]
+    fn rotation_weight(&self) -> f32 {
+        self.goal.rotation_weight
+    }
+
+    /// How much the goal counts.
+    #[getter]
+    fn weight(&self) -> f32 {
+        self.goal.weight
+    }
+
+    /// Bones the goal may move, counting its own; 0 up to the root.
+    #[getter]
+    fn chain_length(&self) -> usize {
+        self.goal.chain_length
+    }
+
+    /// The pole position, or None.
+    #[getter]
+    fn pole(&self) -> Option<(f32, f32, f32)> {
+        self.goal.pole.map(Into::into)
+    }
+
+    /// "tail" or "head".
+    #[getter]
+    fn point(&self) -> &'static str {
+        match self.goal.point {
+            EffectorPoint::Tail => "tail",
+            EffectorPoint::Head => "head",
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        let bone = match &self.bone_ref {
+            BoneRef::Index(i) => i.to_string(),
+            BoneRef::Name(n) => format!("'{n}'"),
+        };
+        let t = self.goal.target;
+        format!("Goal({bone}, ({}, {}, {}))", t.x, t.y, t.z)
+    }
+}
+
+impl Goal {
+    /// The core goal with its bone resolved to a depth-first index.
+    fn resolve(&self, rig: &CoreRig, position: usize) -> PyResult<CoreGoal> {
+        let dfs = match &self.bone_ref {
+            BoneRef::Name(name) => rig.index_of(name).ok_or_else(|| {
+                BoneIndexError::new_err(format!("goal {position}: there is no bone '{name}'"))
+            })?,
+            BoneRef::Index(i) if *i < rig.len() => rig.to_dfs(*i),
+            BoneRef::Index(i) => {
+                return Err(BoneIndexError::new_err(format!(
+                    "goal {position}: bone index {i} is out of range for a rig of {} bones",
+                    rig.len()
+                )))
+            }
+        };
+        Ok(CoreGoal {
+            bone: dfs,
+            ..self.goal
+        })
+    }
+}
+
+/// What a solve reached: local rotations (n, 4) w-first in the caller's order, and the
+/// report.
+#[pyclass(module = "tendon._native", name = "Result", frozen)]
+struct SolveResult {
+    #[pyo3(get)]
+    rotations: Py<PyAny>,
+    #[pyo3(get)]
+    iterations: u32,
+    #[pyo3(get)]
+    residual: f32,
+    #[pyo3(get)]
+    rotation_residual: f32,
+    #[pyo3(get)]
+    reached: bool,
+}
+
+#[pymethods]
+impl SolveResult {
+    fn __repr__(&self) -> String {
+        format!(
+            "Result(reached={}, iterations={}, residual={:e}, rotation_residual={:e})",
+            if self.reached { "True" } else { "False" },
+            self.iterations,
+            self.residual,
+            self.rotation_residual
+        )
+    }
+}
+
+/// What a frame range reached: rotations (frames, n, 4) and per-frame reports.
+#[pyclass(module = "tendon._native", frozen)]
+struct FramesResult {
+    #[pyo3(get)]
+    rotations: Py<PyAny>,
+    #[pyo3(get)]
+    iterations: Py<PyAny>,
+    #[pyo3(get)]
+    residual: Py<PyAny>,
+    #[pyo3(get)]
+    reached: Py<PyAny>,
+}
+
+/// A solver with its settings and its own memory (reuse it: solving again allocates
+/// nothing in the core). `Solver("fabrik", max_iterations=50)`; names are
+/// `Solver.names()`, defaults `Solver.defaults(name)`.
+#[pyclass(module = "tendon._native")]
+struct Solver {
+    config: SolverConfig,
+    solver: AnySolver,
+    goals: Vec<CoreGoal>,
+    start: Pose,
+    out: Pose,
+    scratch: Vec<f32>,
+}
+
+fn config_json(config: &SolverConfig) -> serde_json::Value {
+    serde_json::to_value(config).expect("solver settings always serialise")
+}
+
+#[pymethods]
+impl Solver {
+    #[new]
+    #[pyo3(signature = (name = "fabrik", **params))]
+    fn new(name: &str, params: Option<&Bound<'_, PyDict>>) -> PyResult<Solver> {
+        let defaults =
+            SolverConfig::by_name(name).map_err(|e| SolverError::new_err(e.to_string()))?;
+        let mut json = config_json(&defaults);
+        if let Some(params) = params {
+            let object = json.as_object_mut().expect("a tagged object");
+            for (key, value) in params.iter() {
+                let key: String = key.extract()?;
+                if key == "solver" || !object.contains_key(&key) {
+                    let mut known: Vec<&String> =
+                        object.keys().filter(|k| *k != "solver").collect();
+                    known.sort();
+                    return Err(SolverError::new_err(format!(
+                        "{name} has no setting '{key}'; its settings are {}",
+                        known
+                            .iter()
+                            .map(|k| k.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )));
+                }
+                let value = if let Ok(b) = value.extract::<bool>() {
+                    serde_json::Value::from(b)
+                } else if let Ok(i) = value.extract::<i64>() {
+                    serde_json::Value::from(i)
+                } else if let Ok(f) = value.extract::<f64>() {
+                    serde_json::Value::from(f)
+                } else {
+                    return Err(SolverError::new_err(format!(
+                        "setting '{key}' must be a number or a bool"
+                    )));
+                };
+                object.insert(key, value);
+            }
+        }
+        let config: SolverConfig = serde_json::from_value(json)
+            .map_err(|e| SolverError::new_err(format!("invalid settings for {name}: {e}")))?;
+        Ok(Solver {
+            config,
+            solver: config.build(),
+            goals: Vec::new(),
+            start: Pose::rest(0),
+            out: Pose::rest(0),
+            scratch: Vec::new(),
+        })
+    }
+
+    /// The solvers' names.
+    #[staticmethod]
+    fn names() -> Vec<&'static str> {
+        SolverConfig::NAMES.to_vec()
+    }
+
+    /// The default settings of the solver called `name`.
+    #[staticmethod]
+    fn defaults<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        let config =
+            SolverConfig::by_name(name).map_err(|e| SolverError::new_err(e.to_string()))?;
+        settings_dict(py, &config)
+    }
+
+    /// This solver's name.
+    #[getter]
+    fn name(&self) -> &'static str {
+        self.config.name()
+    }
+
+    /// This solver's settings.
+    #[getter]
+    fn settings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        settings_dict(py, &self.config)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Solver('{}')", self.config.name())
+    }
+
+    /// Solves `goals` from the pose given by local `rotations` (n, 4) w-first (the rest
+    /// pose when None) and optional `translations` and `scales` (n, 3), in the caller's
+    /// bone order. The GIL is released while solving.
+    #[pyo3(signature = (rig, goals, rotations = None, translations = None, scales = None))]
+    fn solve<'py>(
+        &mut self,
+        py: Python<'py>,
+        rig: &Rig,
+        goals: Vec<PyRef<'py, Goal>>,
+        rotations: Option<&Bound<'py, PyAny>>,
+        translations: Option<&Bound<'py, PyAny>>,
+        scales: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<SolveResult> {
+        let rig = &rig.rig;
+        self.prepare(rig, &goals, rotations, translations, scales)?;
+        let (solver, start, out, goals) =
+            (&mut self.solver, &self.start, &mut self.out, &self.goals);
+        let report = py.detach(|| guarded(|| solver.solve_into(rig, start, goals, out)))?;
+        let mut data = std::mem::take(&mut self.scratch);
+        data.resize(rig.len() * 4, 0.0);
+        write_rotations(rig, &self.out, &mut data);
+        let rotations = new_array(py, &[rig.len(), 4], &data)?;
+        self.scratch = data;
+        Ok(SolveResult {
+            rotations: rotations.unbind(),
+            iterations: report.iterations,
+            residual: report.residual,
+            rotation_residual: report.rotation_residual,
+            reached: report.reached,
+        })
+    }
+
+    /// Solves a frame range in one call: `targets` (frames, goals, 3) replaces each goal's
+    /// target frame by frame. With `warm`, each frame starts from the previous frame's
+    /// solution (path-dependent, fast); otherwise every frame starts from the given pose.
+    #[pyo3(signature = (rig, goals, targets, rotations = None, translations = None, scales = None, warm = true))]
+    #[allow(clippy::too_many_arguments)]
+    fn solve_frames<'py>(
+        &mut self,
+        py: Python<'py>,
+        rig: &Rig,
+        goals: Vec<PyRef<'py, Goal>>,
+        targets: &Bound<'py, PyAny>,
+        rotations: Option<&Bound<'py, PyAny>>,
+        translations: Option<&Bound<'py, PyAny>>,
+        scales: Option<&Bound<'py, PyAny>>,
+        warm: bool,
+    ) -> PyResult<FramesResult> {
+        let rig = &rig.rig;
+        self.prepare(rig, &goals, rotations, translations, scales)?;
+        let mut frame_targets = Vec::new();
+        let shape = read_f32(
+            targets,
+            "targets",
+            &[ANY, goals.len(), 3],
+            &mut frame_targets,
+        )?;
+        let frames = shape[0];
+        let n = rig.len();
+        let mut rotations_out = vec![0.0f32; frames * n * 4];
+        let mut reports = vec![SolveReport::default(); frames];
+        let (solver, start, out, goals) = (
+            &mut self.solver,
+            &self.start,
+            &mut self.out,
+            &mut self.goals,
+        );
+        py.detach(|| {
+            guarded(|| {
+                run_frames(
+                    solver,
+                    rig,
+                    start,
+                    goals,
+                    &frame_targets,
+                    warm,
+                    out,
+                    &mut rotations_out,
+                    &mut reports,
+                )
+            })
+        })?;
+        Ok(FramesResult {
+            rotations: new_array(py, &[frames, n, 4], &rotations_out)?.unbind(),
+            iterations: new_typed(
+                py,
+                "int32",
+                &reports.iter().map(|r| r.iterations).collect::<Vec<_>>(),
+            )?
+            .unbind(),
+            residual: new_typed(
+                py,
+                "float32",
+                &reports.iter().map(|r| r.residual).collect::<Vec<_>>(),
+            )?
+            .unbind(),
+            reached: new_typed(
+                py,
+                "bool",
+                &reports.iter().map(|r| r.reached).collect::<Vec<_>>(),
+            )?
+            .unbind(),
+        })
+    }
+
+    /// Mean seconds of one native solve of `goals` from the given pose, timed inside the
+    /// core over `repeats` solves (for benchmarks: Python's overhead is the difference).
+    #[pyo3(signature = (rig, goals, repeats, rotations = None))]
+    fn _time_native<'py>(
+        &mut self,
+        py: Python<'py>,
+        rig: &Rig,
+        goals: Vec<PyRef<'py, Goal>>,
+        repeats: u32,
+        rotations: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<f64> {
+        let rig = &rig.rig;
+        self.prepare(rig, &goals, rotations, None, None)?;
+        let (solver, start, out, goals) =
+            (&mut self.solver, &self.start, &mut self.out, &self.goals);
+        py.detach(|| {
+            guarded(|| {
+                let clock = std::time::Instant::now();
+                for _ in 0..repeats.max(1) {
+                    solver.solve_into(rig, start, goals, out)?;
+                }
+                Ok(clock.elapsed().as_secs_f64() / repeats.max(1) as f64)
+            })
+        })
+    }
+
+    /// Mean seconds of the native part of `solve_frames` (see `_time_native`).
+    #[pyo3(signature = (rig, goals, targets, repeats, warm = true))]
+    fn _time_native_frames<'py>(
+        &mut self,
+        py: Python<'py>,
+        rig: &Rig,
+        goals: Vec<PyRef<'py, Goal>>,
+        targets: &Bound<'py, PyAny>,
+        repeats: u32,
+        warm: bool,
+    ) -> PyResult<f64> {
+        let rig = &rig.rig;
+        self.prepare(rig, &goals, None, None, None)?;
+        let mut frame_targets = Vec::new();
+        let shape = read_f32(
+            targets,
+            "targets",
+            &[ANY, goals.len(), 3],
+            &mut frame_targets,
+        )?;
+        let mut rotations = vec![0.0f32; shape[0] * rig.len() * 4];
+        let mut reports = vec![SolveReport::default(); shape[0]];
+        let (solver, start, out, goals) = (
+            &mut self.solver,
+            &self.start,
+            &mut self.out,
+            &mut self.goals,
+        );
+        py.detach(|| {
+            guarded(|| {
+                let clock = std::time::Instant::now();
+                for _ in 0..repeats.max(1) {
+                    run_frames(
+                        solver,
+                        rig,
+                        start,
+                        goals,
+                        &frame_targets,
+                        warm,
+                        out,
+                        &mut rotations,
+                        &mut reports,
+                    )?;
+                }
+                Ok(clock.elapsed().as_secs_f64() / repeats.max(1) as f64)
+            })
+        })
+    }
+}
+
+impl Solver {
+    /// Reads the start pose and resolves the goals into this solver's reusable memory.
+    fn prepare(
+        &mut self,
+        rig: &CoreRig,
+        goals: &[PyRef<'_, Goal>],
+        rotations: Option<&Bound<'_, PyAny>>,
+        translations: Option<&Bound<'_, PyAny>>,
+        scales: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        match rotations {
+            Some(r) => read_pose(
+                rig,
+                r,
+                translations,
+                scales,
+                &mut self.start,
+                &mut self.scratch,
+            )?,
+            None => {
+                self.start = Pose::rest(rig.len());
+                if translations.is_some() || scales.is_some() {
+                    return Err(ShapeError::new_err(
+                        "translations and scales need rotations too",
+                    ));
+                }
+            }
+        }
+        self.goals.clear();
+        for (k, goal) in goals.iter().enumerate() {
+            self.goals.push(goal.resolve(rig, k)?);
+        }
+        Ok(())
+    }
+}
+
+/// Solves each frame of `targets` (frames x goals x 3), writing rotations (frames x bones
+/// x 4, w-first, caller order) and reports.
+#[allow(clippy::too_many_arguments)]
+fn run_frames(
+    solver: &mut AnySolver,
+    rig: &CoreRig,
+    start: &Pose,
+    goals: &mut [CoreGoal],
+    targets: &[f32],
+    warm: bool,
+    out: &mut Pose,
+    rotations: &mut [f32],
+    reports: &mut [SolveReport],
+) -> std::result::Result<(), CoreError> {
+    let (n, goal_count) = (rig.len(), goals.len());
+    let mut from = start.clone();
+    for (frame, report) in reports.iter_mut().enumerate() {
+        for (k, goal) in goals.iter_mut().enumerate() {
+            let at = (frame * goal_count + k) * 3;
+            goal.target = vec3(&targets[at..at + 3]);
+        }
+        *report = solver.solve_into(rig, &from, goals, out)?;
+        write_rotations(rig, out, &mut rotations[frame * n * 4..(frame + 1) * n * 4]);
+        if warm {
+            from.copy_from(out);
+        }
+    }
+    Ok(())
+}
+
+/// A pose's rotations, w-first, in the caller's order, into `out` (4 floats a bone).
+fn write_rotations(rig: &CoreRig, pose: &Pose, out: &mut [f32]) {
+    for (caller, slot) in out.chunks_exact_mut(4).enumerate() {
+        let q = pose.rotations[rig.to_dfs(caller)];
+        slot.copy_from_slice(&[q.w, q.x, q.y, q.z]);
+    }
+}
+
+fn settings_dict<'py>(py: Python<'py>, config: &SolverConfig) -> PyResult<Bound<'py, PyAny>> {
+    // Straight from the f32 settings (through a JSON value they would gain f64 noise).
+    let text = serde_json::to_string(config).expect("settings serialise");
+    let dict = py.import("json")?.call_method1("loads", (text,))?;
+    dict.del_item("solver")?;
+    Ok(dict)
+}
+
+/// Panics inside the guard, so tests can check a panic arrives as `InternalError`.
+#[pyfunction]
+fn _test_panic() -> PyResult<()> {
+    guarded(|| -> std::result::Result<(), CoreError> { panic!("deliberate panic for the tests") })
+}
+
+/// Tendon's native module: rigs, goals and solvers (see the `tendon` package).
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<Rig>()?;
+    m.add_class::<Goal>()?;
+    m.add_class::<Solver>()?;
+    m.add_class::<SolveResult>()?;
+    m.add_class::<FramesResult>()?;
+    for (name, error) in [
+        ("TendonError", py.get_type::<TendonError>()),
+        ("RigError", py.get_type::<RigError>()),
+        ("LimitError", py.get_type::<LimitError>()),
+        ("ShapeError", py.get_type::<ShapeError>()),
+        ("NonFiniteError", py.get_type::<NonFiniteError>()),
+        ("BoneIndexError", py.get_type::<BoneIndexError>()),
+        ("SolverError", py.get_type::<SolverError>()),
+        ("InternalError", py.get_type::<InternalError>()),
+    ] {
+        m.add(name, error)?;
+    }
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(_test_panic, m)?)?;
+    Ok(())
+}
