@@ -102,9 +102,7 @@ impl Scratch {
                 };
                 let delta = clamp_angle(delta, max_step);
                 ws.rotate_bone(rig, joint, delta);
-                for &(_, g) in goals {
-                    self.points[g] = head + delta * (self.points[g] - head);
-                }
+                carry(&mut self.points, ws, rig, joint, delta);
                 continue;
             }
             let frame = ws.frame_before_basis(rig, joint);
@@ -129,15 +127,32 @@ impl Scratch {
                 let turned = limits.clamp_axis(axis, angles[axis] + step);
                 let applied = turned - angles[axis];
                 angles[axis] = turned;
-                let turn = Quat::from_axis_angle(a, applied);
-                for &(_, g) in goals {
-                    self.points[g] = head + turn * (self.points[g] - head);
-                }
+                carry(
+                    &mut self.points,
+                    ws,
+                    rig,
+                    joint,
+                    Quat::from_axis_angle(a, applied),
+                );
             }
             ws.euler[joint] = angles;
             ws.set_local_rotation(rig, joint, limits.order.to_quat(angles));
         }
         ws.forward_kinematics(rig);
+    }
+}
+
+/// Turns with `joint` the tracked point of every goal it carries: those of the goals it
+/// serves, and those of goals further down the tree that other goals' joints move.
+fn carry(points: &mut [Vec3], ws: &Workspace, rig: &Rig, joint: usize, turn: Quat) {
+    let head = ws.head(joint);
+    for (point, goal) in points.iter_mut().zip(&ws.goals) {
+        if goal
+            .owner
+            .is_some_and(|owner| rig.subtree(joint).contains(&owner))
+        {
+            *point = head + turn * (*point - head);
+        }
     }
 }
 

@@ -86,8 +86,8 @@ struct Dof {
 #[derive(Debug, Clone)]
 struct Scratch {
     dofs: Vec<Dof>,
-    /// Per bone, the first of its degrees of freedom (`usize::MAX` when it has none).
-    first_dof: Vec<usize>,
+    /// Each degree of freedom's armature-space axis at the current pose.
+    axes: Vec<Vec3>,
     bones: Vec<usize>,
     rows: usize,
     /// Jacobian, column-major: `jac[dof * rows + row]`.
@@ -107,7 +107,7 @@ impl Default for Scratch {
     fn default() -> Self {
         Scratch {
             dofs: Vec::new(),
-            first_dof: Vec::new(),
+            axes: Vec::new(),
             bones: Vec::new(),
             rows: 0,
             jac: Vec::new(),
@@ -125,8 +125,6 @@ impl Default for Scratch {
 
 impl Scratch {
     fn prepare(&mut self, ws: &Workspace, rig: &Rig) {
-        self.first_dof.clear();
-        self.first_dof.resize(rig.len(), usize::MAX);
         self.bones.clear();
         self.bones.extend_from_slice(&ws.goal_joints);
         self.bones.sort_unstable();
@@ -134,7 +132,6 @@ impl Scratch {
         self.dofs.clear();
         for &bone in &self.bones {
             let limits = rig.limits(bone);
-            self.first_dof[bone] = self.dofs.len();
             if limits.is_free() {
                 self.dofs.extend((0..3).map(|axis| Dof {
                     bone,
@@ -184,6 +181,9 @@ impl Scratch {
     /// error norm (the driver's score).
     fn linearise(&mut self, ws: &Workspace, rig: &Rig) -> f64 {
         self.jac.iter_mut().for_each(|v| *v = 0.0);
+        self.axes.clear();
+        self.axes
+            .extend(self.dofs.iter().map(|&dof| Self::axis(ws, rig, dof)));
         let m = self.rows;
         let mut row = 0;
         for (g, prepared) in ws.goals.iter().enumerate() {
@@ -203,21 +203,18 @@ impl Scratch {
                 self.error[row + 3..row + 6].copy_from_slice(&r.to_array());
                 s
             });
-            for &bone in ws.joints(g) {
-                let head = ws.head(bone);
-                let first = self.first_dof[bone];
-                for d in first..self.dofs.len() {
-                    let dof = self.dofs[d];
-                    if dof.bone != bone {
-                        break;
-                    }
-                    let axis = Self::axis(ws, rig, dof);
-                    let column = &mut self.jac[d * m..(d + 1) * m];
-                    let dp = axis.cross(effector - head).as_dvec3() * position_scale;
-                    column[row..row + 3].copy_from_slice(&dp.to_array());
-                    if let Some(s) = rotation_scale {
-                        column[row + 3..row + 6].copy_from_slice(&(axis.as_dvec3() * s).to_array());
-                    }
+            // Every degree of freedom above the effector moves it, including those another
+            // goal recruits (a head goal turning the chest carries the arms): a goal's chain
+            // length limits which joints it may recruit, not what moves it.
+            for (d, (&axis, dof)) in self.axes.iter().zip(&self.dofs).enumerate() {
+                if !rig.subtree(dof.bone).contains(&goal.bone) {
+                    continue;
+                }
+                let column = &mut self.jac[d * m..(d + 1) * m];
+                let dp = axis.cross(effector - ws.head(dof.bone)).as_dvec3() * position_scale;
+                column[row..row + 3].copy_from_slice(&dp.to_array());
+                if let Some(s) = rotation_scale {
+                    column[row + 3..row + 6].copy_from_slice(&(axis.as_dvec3() * s).to_array());
                 }
             }
             row += if rotation_scale.is_some() { 6 } else { 3 };
