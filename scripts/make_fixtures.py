@@ -41,7 +41,12 @@ for side, s in (("L", 1.0), ("R", -1.0)):
 
 
 # Thumb, index, middle and ring fingers: three phalanges each, curling slightly downwards.
-FINGERS = {"thumb": (-0.035, 0.72, 0.03), "index": (-0.02, 0.80, 0.04), "middle": (0.0, 0.80, 0.045), "ring": (0.02, 0.80, 0.04)}
+FINGERS = {
+    "thumb": (-0.035, 0.72, 0.03),
+    "index": (-0.02, 0.80, 0.04),
+    "middle": (0.0, 0.80, 0.045),
+    "ring": (0.02, 0.80, 0.04),
+}
 for side, s in (("L", 1.0), ("R", -1.0)):
     for finger, (y, x, length) in FINGERS.items():
         parent, head = f"hand.{side}", (s * x, y, 1.42)
@@ -53,31 +58,34 @@ for side, s in (("L", 1.0), ("R", -1.0)):
             parent, head = name, tail
 
 
-def sub(a, b):
-    return tuple(x - y for x, y in zip(a, b))
+Vec = tuple[float, ...]
 
 
-def cross(a, b):
+def sub(a: Vec, b: Vec) -> Vec:
+    return tuple(x - y for x, y in zip(a, b, strict=True))
+
+
+def cross(a: Vec, b: Vec) -> Vec:
     return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
 
 
-def dot(a, b):
-    return sum(x * y for x, y in zip(a, b))
+def dot(a: Vec, b: Vec) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))
 
 
-def normalize(v):
+def normalize(v: Vec) -> Vec:
     n = math.sqrt(dot(v, v))
     return tuple(x / n for x in v)
 
 
-def quat_from_to(a, b):
+def quat_from_to(a: Vec, b: Vec) -> Vec:
     """Smallest rotation (x, y, z, w) taking direction a to direction b."""
     a, b = normalize(a), normalize(b)
     c, d = cross(a, b), dot(a, b)
     return normalize((c[0], c[1], c[2], 1.0 + d))
 
 
-def quat_mul(p, q):
+def quat_mul(p: Vec, q: Vec) -> Vec:
     px, py, pz, pw = p
     qx, qy, qz, qw = q
     return (
@@ -88,11 +96,11 @@ def quat_mul(p, q):
     )
 
 
-def conjugate(q):
+def conjugate(q: Vec) -> Vec:
     return (-q[0], -q[1], -q[2], q[3])
 
 
-def rotate(q, v):
+def rotate(q: Vec, v: Vec) -> Vec:
     r = quat_mul(quat_mul(q, (v[0], v[1], v[2], 0.0)), conjugate(q))
     return r[:3]
 

@@ -6,11 +6,11 @@
 //! `tendon.TendonError` family. Defaults come from the core's `Default` impls.
 
 use glam::{Mat4, Quat, Vec3};
-use pyo3::buffer::PyBuffer;
+use pyo3::buffer::{Element, PyBuffer};
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyTuple};
 use pyo3::IntoPyObjectExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use tendon_core::{
@@ -160,23 +160,21 @@ fn pattern(shape: &[usize]) -> String {
 
 /// A new float32 numpy array of `shape` holding `data`.
 fn new_array<'py>(py: Python<'py>, shape: &[usize], data: &[f32]) -> PyResult<Bound<'py, PyAny>> {
-    let array = py
-        .import("numpy")?
-        .call_method1("empty", (PyTuple::new(py, shape)?, "float32"))?;
-    let buffer = PyBuffer::<f32>::get(&array)?;
-    let copied = buffer.copy_from_slice(py, data);
-    copied?;
-    Ok(array)
+    new_typed(py, shape, "float32", data)
 }
 
-/// A new numpy array of `dtype` from a list of Python numbers (small per-frame reports).
-fn new_typed<'py, T: IntoPyObject<'py> + Copy>(
+/// A new numpy array of `shape` and `dtype` (matching `T`) holding `data`.
+fn new_typed<'py, T: Element + Copy>(
     py: Python<'py>,
+    shape: &[usize],
     dtype: &str,
     data: &[T],
 ) -> PyResult<Bound<'py, PyAny>> {
-    let list = PyList::new(py, data.iter().copied())?;
-    py.import("numpy")?.call_method1("array", (list, dtype))
+    let array = py
+        .import("numpy")?
+        .call_method1("empty", (PyTuple::new(py, shape)?, dtype))?;
+    PyBuffer::<T>::get(&array)?.copy_from_slice(py, data)?;
+    Ok(array)
 }
 
 fn vec3(values: &[f32]) -> Vec3 {
@@ -747,10 +745,19 @@ impl Solver {
             &[ANY, goals.len(), 3],
             &mut frame_targets,
         )?;
-        let frames = shape[0];
-        let n = rig.len();
-        let mut rotations_out = vec![0.0f32; frames * n * 4];
+        let (frames, n) = (shape[0], rig.len());
         let mut reports = vec![SolveReport::default(); frames];
+        // The result array itself is the output buffer: no zeroed copy to fill and copy over.
+        let rotations = py
+            .import("numpy")?
+            .call_method1("empty", ((frames, n, 4), "float32"))?;
+        let buffer = PyBuffer::<f32>::get(&rotations)?;
+        // SAFETY: `rotations` is a C-contiguous float32 array of frames * n * 4 items that
+        // was just created here and is referenced nowhere else until it is returned;
+        // `buffer` keeps its memory alive and in place while the GIL is released.
+        let rotations_out = unsafe {
+            std::slice::from_raw_parts_mut(buffer.buf_ptr().cast::<f32>(), frames * n * 4)
+        };
         let (solver, start, out, goals) = (
             &mut self.solver,
             &self.start,
@@ -767,30 +774,30 @@ impl Solver {
                     &frame_targets,
                     warm,
                     out,
-                    &mut rotations_out,
+                    rotations_out,
                     &mut reports,
                 )
             })
         })?;
+        drop(buffer);
         Ok(FramesResult {
-            rotations: new_array(py, &[frames, n, 4], &rotations_out)?.unbind(),
+            rotations: rotations.unbind(),
             iterations: new_typed(
                 py,
+                &[frames],
                 "int32",
-                &reports.iter().map(|r| r.iterations).collect::<Vec<_>>(),
+                &column(&reports, |r| r.iterations as i32),
             )?
             .unbind(),
-            residual: new_typed(
-                py,
-                "float32",
-                &reports.iter().map(|r| r.residual).collect::<Vec<_>>(),
-            )?
-            .unbind(),
+            residual: new_array(py, &[frames], &column(&reports, |r| r.residual))?.unbind(),
+            // numpy's bool is one byte: fill it as uint8, then view it as bool.
             reached: new_typed(
                 py,
-                "bool",
-                &reports.iter().map(|r| r.reached).collect::<Vec<_>>(),
+                &[frames],
+                "uint8",
+                &column(&reports, |r| r.reached as u8),
             )?
+            .call_method1("view", ("bool",))?
             .unbind(),
         })
     }
@@ -935,6 +942,11 @@ fn run_frames(
         }
     }
     Ok(())
+}
+
+/// One field of every frame's report.
+fn column<T>(reports: &[SolveReport], field: impl Fn(&SolveReport) -> T) -> Vec<T> {
+    reports.iter().map(field).collect()
 }
 
 /// A pose's rotations, w-first, in the caller's order, into `out` (4 floats a bone).

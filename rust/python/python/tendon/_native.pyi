@@ -1,14 +1,33 @@
 """Type stubs of Tendon's native module (checked against it by mypy's stubtest)."""
 
-from typing import Any, final
+from typing import Any, TypeAlias, final
 
 import numpy as np
 import numpy.typing as npt
 
 __version__: str
+__all__ = [
+    "BoneIndexError",
+    "FramesResult",
+    "Goal",
+    "InternalError",
+    "LimitError",
+    "NonFiniteError",
+    "Result",
+    "Rig",
+    "RigError",
+    "ShapeError",
+    "Solver",
+    "SolverError",
+    "TendonError",
+    "__version__",
+    "_test_panic",
+]
 
-ArrayLike = npt.ArrayLike
-Float32Array = npt.NDArray[np.float32]
+_ArrayLike: TypeAlias = npt.ArrayLike
+_Float32Array: TypeAlias = npt.NDArray[np.float32]
+
+def _test_panic() -> None: ...
 
 class TendonError(ValueError): ...
 class RigError(TendonError): ...
@@ -27,8 +46,8 @@ class Rig:
     def from_arrays(
         names: list[str],
         parents: list[int],
-        rest_matrices: ArrayLike,
-        lengths: ArrayLike,
+        rest_matrices: _ArrayLike,
+        lengths: _ArrayLike,
         limits: str | None = None,
     ) -> Rig: ...
     def to_json(self) -> str: ...
@@ -41,26 +60,26 @@ class Rig:
     @property
     def dfs_order(self) -> list[int]: ...
     def index(self, name: str) -> int: ...
-    def rest_rotations(self) -> Float32Array: ...
+    def rest_rotations(self) -> _Float32Array: ...
     def forward_kinematics(
         self,
-        rotations: ArrayLike,
-        translations: ArrayLike | None = None,
-        scales: ArrayLike | None = None,
-    ) -> Float32Array: ...
+        rotations: _ArrayLike,
+        translations: _ArrayLike | None = None,
+        scales: _ArrayLike | None = None,
+    ) -> _Float32Array: ...
 
 @final
 class Goal:
     def __new__(
         cls,
         bone: str | int,
-        target: ArrayLike,
+        target: _ArrayLike,
         *,
-        rotation: ArrayLike | None = None,
+        rotation: _ArrayLike | None = None,
         rotation_weight: float = 1.0,
         weight: float = 1.0,
         chain_length: int = 0,
-        pole: ArrayLike | None = None,
+        pole: _ArrayLike | None = None,
         point: str = "tail",
     ) -> Goal: ...
     @property
@@ -83,7 +102,7 @@ class Goal:
 @final
 class Result:
     @property
-    def rotations(self) -> Float32Array: ...
+    def rotations(self) -> _Float32Array: ...
     @property
     def iterations(self) -> int: ...
     @property
@@ -96,11 +115,11 @@ class Result:
 @final
 class FramesResult:
     @property
-    def rotations(self) -> Float32Array: ...
+    def rotations(self) -> _Float32Array: ...
     @property
     def iterations(self) -> npt.NDArray[np.int32]: ...
     @property
-    def residual(self) -> Float32Array: ...
+    def residual(self) -> _Float32Array: ...
     @property
     def reached(self) -> npt.NDArray[np.bool_]: ...
 
@@ -119,17 +138,21 @@ class Solver:
         self,
         rig: Rig,
         goals: list[Goal],
-        rotations: ArrayLike | None = None,
-        translations: ArrayLike | None = None,
-        scales: ArrayLike | None = None,
+        rotations: _ArrayLike | None = None,
+        translations: _ArrayLike | None = None,
+        scales: _ArrayLike | None = None,
     ) -> Result: ...
     def solve_frames(
         self,
         rig: Rig,
         goals: list[Goal],
-        targets: ArrayLike,
-        rotations: ArrayLike | None = None,
-        translations: ArrayLike | None = None,
-        scales: ArrayLike | None = None,
+        targets: _ArrayLike,
+        rotations: _ArrayLike | None = None,
+        translations: _ArrayLike | None = None,
+        scales: _ArrayLike | None = None,
         warm: bool = True,
     ) -> FramesResult: ...
+    def _time_native(self, rig: Rig, goals: list[Goal], repeats: int, rotations: _ArrayLike | None = None) -> float: ...
+    def _time_native_frames(
+        self, rig: Rig, goals: list[Goal], targets: _ArrayLike, repeats: int, warm: bool = True
+    ) -> float: ...

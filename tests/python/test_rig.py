@@ -1,0 +1,115 @@
+"""The Rig: construction, bone orders, pickling, forward kinematics, errors."""
+
+import json
+import pickle
+
+import numpy as np
+import pytest
+
+import tendon
+
+from conftest import bent_chain
+
+
+def test_json_round_trip_and_orders(humanoid: tendon.Rig) -> None:
+    assert len(humanoid) == 50
+    assert humanoid.names[0] == "hips"
+    assert humanoid.parents[humanoid.index("forearm.L")] == humanoid.index("upper_arm.L")
+    assert humanoid.parents[humanoid.index("hips")] == -1
+    order = humanoid.dfs_order
+    assert sorted(order) == list(range(50))
+    position = {caller: k for k, caller in enumerate(order)}
+    for bone, parent in enumerate(humanoid.parents):
+        if parent >= 0:
+            assert position[parent] < position[bone], "parents come first in depth-first order"
+    again = tendon.Rig.from_json(humanoid.to_json())
+    assert again.to_json() == humanoid.to_json()
+
+
+def test_pickling(humanoid: tendon.Rig) -> None:
+    copy = pickle.loads(pickle.dumps(humanoid))
+    assert copy.to_json() == humanoid.to_json()
+    rest = humanoid.rest_rotations()
+    np.testing.assert_array_equal(copy.forward_kinematics(rest), humanoid.forward_kinematics(rest))
+
+
+def test_forward_kinematics_follows_blender(humanoid: tendon.Rig) -> None:
+    world = humanoid.forward_kinematics(humanoid.rest_rotations())
+    assert world.dtype == np.float32 and world.shape == (50, 4, 4)
+    hand = world[humanoid.index("hand.L")]
+    # Row-major: the head is the translation column, the tail lies along the bone's +Y.
+    np.testing.assert_allclose(hand[:3, 3], [0.70, 0.0, 1.43], atol=1e-5)
+    length = next(b["length"] for b in json.loads(humanoid.to_json())["bones"] if b["name"] == "hand.L")
+    np.testing.assert_allclose(hand @ [0.0, length, 0.0, 1.0], [0.80, 0.0, 1.42, 1.0], atol=1e-5)
+
+
+def test_from_arrays_rebuilds_the_rig(humanoid: tendon.Rig) -> None:
+    world = humanoid.forward_kinematics(humanoid.rest_rotations())
+    lengths = np.array([b["length"] for b in json.loads(humanoid.to_json())["bones"]], dtype=np.float32)
+    rebuilt = tendon.Rig.from_arrays(humanoid.names, humanoid.parents, world, lengths)
+    np.testing.assert_allclose(rebuilt.forward_kinematics(rebuilt.rest_rotations()), world, atol=1e-5)
+    # Float64 and nested lists are converted.
+    again = tendon.Rig.from_arrays(
+        humanoid.names, humanoid.parents, world.astype(np.float64).tolist(), lengths.tolist()
+    )
+    np.testing.assert_allclose(again.forward_kinematics(again.rest_rotations()), world, atol=1e-5)
+
+
+def test_limits_from_arrays(humanoid: tendon.Rig) -> None:
+    world = humanoid.forward_kinematics(humanoid.rest_rotations())
+    lengths = np.ones(50, dtype=np.float32) * 0.1
+    limits = json.dumps(
+        {"forearm.L": {"order": "XYZ", "x": {"mode": "range", "min": 0.0, "max": 2.0}, "y": {"mode": "locked"}}}
+    )
+    rig = tendon.Rig.from_arrays(humanoid.names, humanoid.parents, world, lengths, limits)
+    stored = next(b for b in json.loads(rig.to_json())["bones"] if b["name"] == "forearm.L")
+    assert stored["limits"]["y"] == {"mode": "locked"}
+    with pytest.raises(tendon.LimitError, match="min 3 is greater than max 2"):
+        bad = json.dumps({"forearm.L": {"x": {"mode": "range", "min": 3.0, "max": 2.0}}})
+        tendon.Rig.from_arrays(humanoid.names, humanoid.parents, world, lengths, bad)
+    with pytest.raises(tendon.TendonError, match="no bone 'elbow'"):
+        tendon.Rig.from_arrays(humanoid.names, humanoid.parents, world, lengths, json.dumps({"elbow": {}}))
+
+
+def test_errors_name_the_culprit(humanoid: tendon.Rig) -> None:
+    world = humanoid.forward_kinematics(humanoid.rest_rotations())
+    names, parents, lengths = humanoid.names, humanoid.parents, np.ones(50, np.float32)
+    with pytest.raises(tendon.ShapeError, match=r"rest_matrices has shape \(49, 4, 4\), expected \(50, 4, 4\)"):
+        tendon.Rig.from_arrays(names, parents, world[:49], lengths)
+    broken = world.copy()
+    broken[3, 0, 0] = np.nan
+    with pytest.raises(tendon.NonFiniteError, match=f"rest matrix of bone '{names[3]}'"):
+        tendon.Rig.from_arrays(names, parents, broken, lengths)
+    with pytest.raises(tendon.BoneIndexError, match="parent of bone 'spine' is 77"):
+        tendon.Rig.from_arrays(names, [-1, 77] + parents[2:], world, lengths)
+    with pytest.raises(tendon.RigError, match="'spine' is used more than once"):
+        tendon.Rig.from_arrays(["hips", "spine", "spine"], [-1, 0, 1], world[:3], lengths[:3])
+    with pytest.raises(tendon.RigError, match="invalid JSON"):
+        tendon.Rig.from_json("{")
+    with pytest.raises(tendon.ShapeError, match="array of numbers"):
+        tendon.Rig.from_arrays(names, parents, "not an array", lengths)
+    with pytest.raises(tendon.BoneIndexError, match="no bone 'tail.9'"):
+        humanoid.index("tail.9")
+    assert issubclass(tendon.TendonError, ValueError)
+
+
+def test_pose_inputs_of_any_layout() -> None:
+    rig = bent_chain(6)
+    rng = np.random.default_rng(3)
+    rotations = rng.normal(size=(6, 4)).astype(np.float32)
+    rotations /= np.linalg.norm(rotations, axis=1, keepdims=True)
+    expected = rig.forward_kinematics(rotations)
+    np.testing.assert_array_equal(rig.forward_kinematics(rotations.astype(np.float64)), expected)
+    strided = np.zeros((12, 4), dtype=np.float32)
+    strided[::2] = rotations
+    np.testing.assert_array_equal(rig.forward_kinematics(strided[::2]), expected)
+    fortran = np.asfortranarray(rotations)
+    np.testing.assert_array_equal(rig.forward_kinematics(fortran), expected)
+    frozen = rotations.copy()
+    frozen.setflags(write=False)
+    np.testing.assert_array_equal(rig.forward_kinematics(frozen), expected)
+    np.testing.assert_array_equal(rig.forward_kinematics(rotations.tolist()), expected)
+    with pytest.raises(tendon.ShapeError, match=r"rotations has shape \(6, 3\), expected \(6, 4\)"):
+        rig.forward_kinematics(rotations[:, :3])
+    with pytest.raises(tendon.TendonError, match="zero quaternion"):
+        rig.forward_kinematics(np.zeros((6, 4), np.float32))

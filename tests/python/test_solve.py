@@ -1,0 +1,198 @@
+"""Solving through the Python API: every solver, parity with Rust, batches, threads, errors."""
+
+import json
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import tendon
+from tendon import _native
+
+from conftest import FIXTURES, bent_chain, random_rotations, tail
+
+
+def chain_length(bones: int) -> float:
+    return sum(1.0 - 0.1 * (i % 5) for i in range(bones))
+
+
+@pytest.mark.parametrize("bones", [2, 4, 8, 16, 32])
+@pytest.mark.parametrize("name", ["fabrik", "jacobian_dls"])
+def test_reaches_random_reachable_targets(name: str, bones: int) -> None:
+    rig = bent_chain(bones)
+    solver = tendon.Solver(name)
+    rng = np.random.default_rng(bones)
+    end_length = 1.0 - 0.1 * ((bones - 1) % 5)
+    for _ in range(20):
+        target = tail(rig, random_rotations(rng, bones, 0.8), bones - 1, end_length)
+        result = solver.solve(rig, [tendon.Goal(f"b{bones - 1}", target)])
+        assert result.reached, result
+        assert result.rotations.dtype == np.float32 and result.rotations.shape == (bones, 4)
+        np.testing.assert_allclose(np.linalg.norm(result.rotations, axis=1), 1.0, atol=1e-5)
+        reached = tail(rig, result.rotations, bones - 1, end_length)
+        assert np.linalg.norm(reached - target) <= 1e-4 * chain_length(bones)
+
+
+def test_every_solver_by_name_with_defaults_from_rust() -> None:
+    rig = bent_chain(2)
+    target = tail(rig, random_rotations(np.random.default_rng(1), 2, 0.8), 1, 0.9)
+    assert tendon.Solver.names() == ["fabrik", "ccd", "jacobian_transpose", "jacobian_dls", "two_bone"]
+    for name in tendon.Solver.names():
+        solver = tendon.Solver(name)
+        assert solver.name == name
+        assert solver.settings == tendon.Solver.defaults(name)
+        result = solver.solve(rig, [tendon.Goal(1, target)])
+        assert result.iterations >= 1
+        assert result.residual == pytest.approx(np.linalg.norm(tail(rig, result.rotations, 1, 0.9) - target), abs=1e-5)
+    assert tendon.Solver.defaults("fabrik")["max_iterations"] == 500
+    assert tendon.Solver.defaults("jacobian_dls")["damping"] == pytest.approx(0.1)
+    custom = tendon.Solver("jacobian_dls", damping=0.5, max_iterations=3, adaptive=False)
+    assert custom.settings["damping"] == 0.5 and custom.settings["max_iterations"] == 3
+    assert custom.settings["adaptive"] is False
+    with pytest.raises(tendon.SolverError, match="fabrik has no setting 'damping'"):
+        tendon.Solver("fabrik", damping=0.1)
+    with pytest.raises(tendon.SolverError, match="'newton' is not one of"):
+        tendon.Solver("newton")
+    with pytest.raises(tendon.TendonError, match="tolerance"):
+        tendon.Solver("fabrik", tolerance=-1.0).solve(rig, [tendon.Goal(1, target)])
+
+
+def test_parity_with_rust_on_shared_fixtures(humanoid: tendon.Rig) -> None:
+    parity = json.loads((FIXTURES / "parity.json").read_text())
+    assert parity["rig"] == "humanoid.json"
+    for case in parity["cases"]:
+        config = dict(case["solver"])
+        solver = tendon.Solver(config.pop("solver"), **config)
+        goals = [
+            tendon.Goal(
+                g["bone"],
+                g["target"],
+                rotation=g["rotation"],
+                rotation_weight=g["rotation_weight"],
+                weight=g["weight"],
+                chain_length=g["chain_length"],
+                pole=g["pole"],
+                point=g["point"],
+            )
+            for g in case["goals"]
+        ]
+        result = solver.solve(humanoid, goals)
+        expected = case["expected"]
+        np.testing.assert_allclose(
+            result.rotations, np.array(expected["rotations"], np.float32), atol=1e-6, err_msg=case["name"]
+        )
+        assert result.reached == expected["reached"], case["name"]
+        assert result.iterations == expected["iterations"], case["name"]
+
+
+def test_goal_forms(humanoid: tendon.Rig) -> None:
+    target = (0.55, -0.3, 1.58)
+    by_name = tendon.Goal("forearm.L", target, chain_length=3)
+    by_index = tendon.Goal(humanoid.index("forearm.L"), np.array(target), chain_length=3)
+    solver = tendon.Solver("fabrik")
+    a, b = solver.solve(humanoid, [by_name]), solver.solve(humanoid, [by_index])
+    np.testing.assert_array_equal(a.rotations, b.rotations)
+    assert a.reached
+    full = tendon.Goal(
+        "hand.R",
+        [-0.6, -0.1, 1.5],
+        rotation=[1, 0, 0, 0],
+        rotation_weight=0.5,
+        weight=2.0,
+        chain_length=4,
+        pole=[0, 1, 0],
+        point="head",
+    )
+    assert full.bone == "hand.R" and full.point == "head" and full.rotation == (1.0, 0.0, 0.0, 0.0)
+    assert full.pole == (0.0, 1.0, 0.0) and full.weight == 2.0 and full.chain_length == 4
+    assert "hand.R" in repr(full)
+    result = tendon.Solver("jacobian_dls").solve(humanoid, [full])
+    assert np.isfinite(result.rotations).all()
+
+
+def test_start_pose_and_untouched_bones(humanoid: tendon.Rig) -> None:
+    rng = np.random.default_rng(5)
+    start = random_rotations(rng, 50, 0.3)
+    result = tendon.Solver("fabrik").solve(humanoid, [tendon.Goal("shin.L", (0.1, -0.1, 0.2), chain_length=2)], start)
+    moved = {humanoid.index("shin.L"), humanoid.index("thigh.L")}
+    for bone in range(50):
+        if bone not in moved:
+            np.testing.assert_array_equal(result.rotations[bone], start[bone])
+
+
+def frames_targets(frames: int) -> np.ndarray:
+    t = np.linspace(0.0, 1.0, frames, dtype=np.float32)[:, None]
+    left = np.hstack([0.55 + 0.05 * np.sin(6 * t), -0.3 + 0.0 * t, 1.5 + 0.05 * np.cos(6 * t)])
+    right = np.hstack([0.1 + 0.0 * t, -0.15 + 0.1 * np.sin(4 * t), 0.2 + 0.05 * t])
+    return np.stack([left, right], axis=1).astype(np.float32)
+
+
+def test_batch_equals_frame_by_frame(humanoid: tendon.Rig) -> None:
+    goals = [tendon.Goal("forearm.L", (0, 0, 0), chain_length=3), tendon.Goal("shin.L", (0, 0, 0), chain_length=2)]
+    targets = frames_targets(12)
+    start = humanoid.rest_rotations()
+    for warm in (True, False):
+        batch = tendon.Solver("jacobian_dls").solve_frames(humanoid, goals, targets, start, warm=warm)
+        assert batch.rotations.shape == (12, 50, 4) and batch.iterations.shape == (12,)
+        solver, previous = tendon.Solver("jacobian_dls"), start
+        for frame in range(12):
+            frame_goals = [
+                tendon.Goal(g.bone, targets[frame, k], chain_length=g.chain_length) for k, g in enumerate(goals)
+            ]
+            single = solver.solve(humanoid, frame_goals, previous)
+            np.testing.assert_array_equal(
+                batch.rotations[frame], single.rotations, err_msg=f"frame {frame}, warm={warm}"
+            )
+            assert batch.reached[frame] == single.reached and batch.iterations[frame] == single.iterations
+            previous = single.rotations if warm else start
+    with pytest.raises(tendon.ShapeError, match=r"targets has shape \(12, 2, 3\), expected \(n, 3, 3\)"):
+        tendon.Solver().solve_frames(humanoid, goals + goals[:1], targets)
+
+
+def test_warm_start_needs_fewer_iterations(humanoid: tendon.Rig) -> None:
+    goals = [tendon.Goal("forearm.L", (0, 0, 0), chain_length=3), tendon.Goal("shin.L", (0, 0, 0), chain_length=2)]
+    targets = frames_targets(40)
+    warm = tendon.Solver("jacobian_dls").solve_frames(humanoid, goals, targets, warm=True)
+    cold = tendon.Solver("jacobian_dls").solve_frames(humanoid, goals, targets, warm=False)
+    assert warm.reached.all() and cold.reached.all()
+    assert warm.iterations.sum() < cold.iterations.sum()
+
+
+def test_the_gil_is_released_while_solving(humanoid: tendon.Rig) -> None:
+    goals = [tendon.Goal("forearm.L", (0, 0, 0), chain_length=3), tendon.Goal("shin.L", (0, 0, 0), chain_length=2)]
+    targets = np.repeat(frames_targets(40), 60, axis=0)
+    solver = tendon.Solver("jacobian_transpose")
+    worker = threading.Thread(target=solver.solve_frames, args=(humanoid, goals, targets), kwargs={"warm": False})
+    started = time.perf_counter()
+    worker.start()
+    counted = 0
+    while worker.is_alive():
+        counted += 1
+    worker.join()
+    elapsed = time.perf_counter() - started
+    # Holding the GIL, the batch would stop this loop for its whole duration.
+    assert elapsed > 0.05, "the batch should take a while"
+    assert counted > 10_000, f"only {counted} loop turns in {elapsed:.3f} s: the GIL was held"
+
+
+def test_errors(humanoid: tendon.Rig) -> None:
+    solver = tendon.Solver("fabrik")
+    with pytest.raises(tendon.BoneIndexError, match="goal 1: there is no bone 'tentacle'"):
+        solver.solve(humanoid, [tendon.Goal("hips", (0, 0, 1)), tendon.Goal("tentacle", (0, 0, 0))])
+    with pytest.raises(tendon.BoneIndexError, match="goal 0: bone index 50 is out of range"):
+        solver.solve(humanoid, [tendon.Goal(50, (0, 0, 0))])
+    with pytest.raises(tendon.NonFiniteError, match="target of goal 0 \\(bone 'head'\\)"):
+        solver.solve(humanoid, [tendon.Goal("head", (0, np.nan, 0))])
+    with pytest.raises(tendon.ShapeError, match=r"target has shape \(2\), expected \(3\)"):
+        tendon.Goal("head", (0, 0))
+    with pytest.raises(tendon.ShapeError, match=r"rotations has shape \(3, 4\), expected \(50, 4\)"):
+        solver.solve(humanoid, [], np.zeros((3, 4)))
+    bad = humanoid.rest_rotations()
+    bad[7] = np.inf
+    with pytest.raises(tendon.NonFiniteError, match=f"pose rotation of bone '{humanoid.names[7]}'"):
+        solver.solve(humanoid, [], bad)
+    with pytest.raises(tendon.TendonError, match="point must be 'tail' or 'head'"):
+        tendon.Goal("head", (0, 0, 0), point="middle")
+    with pytest.raises(tendon.InternalError, match="deliberate panic"):
+        _native._test_panic()
