@@ -737,15 +737,9 @@ impl Solver {
         warm: bool,
     ) -> PyResult<FramesResult> {
         let rig = &rig.rig;
-        self.prepare(rig, &goals, rotations, translations, scales)?;
-        let mut frame_targets = Vec::new();
-        let shape = read_f32(
-            targets,
-            "targets",
-            &[ANY, goals.len(), 3],
-            &mut frame_targets,
-        )?;
-        let (frames, n) = (shape[0], rig.len());
+        let (frame_targets, frames) =
+            self.prepare_frames(rig, &goals, targets, rotations, translations, scales)?;
+        let n = rig.len();
         let mut reports = vec![SolveReport::default(); frames];
         // The result array itself is the output buffer: no zeroed copy to fill and copy over.
         let rotations = py
@@ -840,16 +834,10 @@ impl Solver {
         warm: bool,
     ) -> PyResult<f64> {
         let rig = &rig.rig;
-        self.prepare(rig, &goals, None, None, None)?;
-        let mut frame_targets = Vec::new();
-        let shape = read_f32(
-            targets,
-            "targets",
-            &[ANY, goals.len(), 3],
-            &mut frame_targets,
-        )?;
-        let mut rotations = vec![0.0f32; shape[0] * rig.len() * 4];
-        let mut reports = vec![SolveReport::default(); shape[0]];
+        let (frame_targets, frames) =
+            self.prepare_frames(rig, &goals, targets, None, None, None)?;
+        let mut rotations = vec![0.0f32; frames * rig.len() * 4];
+        let mut reports = vec![SolveReport::default(); frames];
         let (solver, start, out, goals) = (
             &mut self.solver,
             &self.start,
@@ -879,6 +867,27 @@ impl Solver {
 }
 
 impl Solver {
+    /// `prepare`, plus the frame range's targets (frames x goals x 3) and its frame count.
+    fn prepare_frames(
+        &mut self,
+        rig: &CoreRig,
+        goals: &[PyRef<'_, Goal>],
+        targets: &Bound<'_, PyAny>,
+        rotations: Option<&Bound<'_, PyAny>>,
+        translations: Option<&Bound<'_, PyAny>>,
+        scales: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(Vec<f32>, usize)> {
+        self.prepare(rig, goals, rotations, translations, scales)?;
+        let mut frame_targets = Vec::new();
+        let shape = read_f32(
+            targets,
+            "targets",
+            &[ANY, goals.len(), 3],
+            &mut frame_targets,
+        )?;
+        Ok((frame_targets, shape[0]))
+    }
+
     /// Reads the start pose and resolves the goals into this solver's reusable memory.
     fn prepare(
         &mut self,
