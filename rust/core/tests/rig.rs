@@ -242,3 +242,15 @@ fn from_armature_space_matrices() {
     orphan[2] = Some(99);
     assert!(err(&matrices, &orphan, &lengths).contains("bone index 99"));
 }
+
+#[test]
+fn reset_gives_the_rest_pose() {
+    let rig = tendon_core::fixtures::humanoid();
+    let mut pose = random_pose(&rig, &mut rng(9), 1.0);
+    pose.translations[3] = Vec3::ONE;
+    pose.scales[4] = Vec3::splat(2.0);
+    pose.reset(rig.len());
+    assert_eq!(pose, Pose::rest(rig.len()));
+    pose.reset(3);
+    assert_eq!(pose, Pose::rest(3));
+}

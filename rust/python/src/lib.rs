@@ -375,7 +375,7 @@ fn read_pose(
     scratch: &mut Vec<f32>,
 ) -> PyResult<()> {
     let n = rig.len();
-    *pose = Pose::rest(n);
+    pose.reset(n);
     read_f32(rotations, "rotations", &[n, 4], scratch)?;
     for (caller, q) in scratch.chunks_exact(4).enumerate() {
         pose.rotations[rig.to_dfs(caller)] = quat_wxyz(q);
@@ -907,7 +907,7 @@ impl Solver {
                 &mut self.scratch,
             )?,
             None => {
-                self.start = Pose::rest(rig.len());
+                self.start.reset(rig.len());
                 if translations.is_some() || scales.is_some() {
                     return Err(ShapeError::new_err(
                         "translations and scales need rotations too",

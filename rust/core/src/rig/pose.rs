@@ -26,6 +26,19 @@ impl Pose {
         }
     }
 
+    /// Makes this the rest pose of `bones` bones, reusing its storage.
+    pub fn reset(&mut self, bones: usize) {
+        for (v, value) in [
+            (&mut self.translations, Vec3::ZERO),
+            (&mut self.scales, Vec3::ONE),
+        ] {
+            v.clear();
+            v.resize(bones, value);
+        }
+        self.rotations.clear();
+        self.rotations.resize(bones, Quat::IDENTITY);
+    }
+
     /// Number of bones.
     pub fn len(&self) -> usize {
         self.rotations.len()
