@@ -196,3 +196,46 @@ def test_errors(humanoid: tendon.Rig) -> None:
         tendon.Goal("head", (0, 0, 0), point="middle")
     with pytest.raises(tendon.InternalError, match="deliberate panic"):
         _native._test_panic()
+
+
+def test_rotation_channels_in_every_blender_mode() -> None:
+    rng = np.random.default_rng(4)
+    quats = rng.normal(size=(20, 4)).astype(np.float32)
+    quats /= np.linalg.norm(quats, axis=1, keepdims=True)
+    for mode, width in [("QUATERNION", 4), ("AXIS_ANGLE", 4), ("XYZ", 3), ("ZXY", 3)]:
+        channels = tendon.rotation_channels(quats, mode)
+        assert channels.shape == (20, width) and channels.dtype == np.float32
+    # Quaternions keep the previous hemisphere; Euler angles keep their whole turns.
+    flipped = tendon.rotation_channels(quats, "QUATERNION", previous=-quats)
+    np.testing.assert_allclose(flipped, -quats, atol=1e-6)
+    euler = tendon.rotation_channels(quats, "XYZ")
+    shifted = tendon.rotation_channels(quats, "XYZ", previous=euler + 2 * np.pi)
+    np.testing.assert_allclose(shifted, euler + 2 * np.pi, atol=1e-4)
+    # A series stays continuous: a slow spin about X past pi keeps growing.
+    angles = np.linspace(0.0, 3 * np.pi, 50)
+    spin = np.stack([np.cos(angles / 2), np.sin(angles / 2), 0 * angles, 0 * angles], axis=1)
+    series = tendon.rotation_channels(spin, "XYZ", series=True)
+    np.testing.assert_allclose(series[:, 0], angles, atol=1e-4)
+    with pytest.raises(tendon.TendonError, match="mode must be"):
+        tendon.rotation_channels(quats, "xyz")
+    with pytest.raises(tendon.NonFiniteError):
+        tendon.rotation_channels(np.full((1, 4), np.nan), "XYZ")
+
+
+def test_matrices_to_transforms_reads_blender_layout() -> None:
+    matrix = np.eye(4, dtype=np.float32)
+    matrix[:3, :3] = np.diag([2.0, 3.0, 4.0]) @ np.array([[1, 0, 0], [0, 0, -1], [0, 1, 0]], np.float32).T
+    matrix[:3, 3] = (1.0, 2.0, 3.0)
+    rotations, translations, scales = tendon.matrices_to_transforms(matrix[None])
+    np.testing.assert_allclose(translations[0], (1, 2, 3))
+    # foreach_get's column-major layout gives the same answer with column_major=True.
+    again = tendon.matrices_to_transforms(matrix.T[None].copy(), column_major=True)
+    np.testing.assert_allclose(again[0], rotations, atol=1e-6)
+    np.testing.assert_allclose(again[2], scales, atol=1e-6)
+    assert abs(abs(rotations[0, 0]) - np.cos(np.pi / 4)) < 1e-6
+
+
+def test_goal_pole_angle() -> None:
+    goal = tendon.Goal("a", (0, 0, 0), pole=(1, 0, 0), pole_angle=-1.5)
+    assert goal.pole_angle == pytest.approx(-1.5)
+    assert tendon.Goal("a", (0, 0, 0)).pole_angle is None

@@ -35,6 +35,13 @@ pub struct Goal {
     pub chain_length: usize,
     /// Optional armature-space pole position: the chain bends towards it.
     pub pole: Option<Vec3>,
+    /// How the pole is aimed at. `None`: after every step the chain turns about the line
+    /// root-effector so its bend (the mean offset of its inner joints from that line)
+    /// points at the pole. `Some(angle)`: Blender's IK convention, so imported constraints
+    /// pose alike: before solving, the chain turns as a whole so its root bone's X axis,
+    /// turned by `angle` radians about its Y axis towards Z, points at the pole; the solve
+    /// bends it from there.
+    pub pole_angle: Option<f32>,
 }
 
 impl Default for Goal {
@@ -48,6 +55,7 @@ impl Default for Goal {
             weight: 1.0,
             chain_length: 0,
             pole: None,
+            pole_angle: None,
         }
     }
 }
@@ -78,6 +86,13 @@ impl Goal {
     /// Adds a pole position.
     pub fn with_pole(mut self, pole: Vec3) -> Self {
         self.pole = Some(pole);
+        self
+    }
+
+    /// Adds a pole aimed at the Blender way (see [`Goal::pole_angle`]).
+    pub fn with_blender_pole(mut self, pole: Vec3, angle: f32) -> Self {
+        self.pole = Some(pole);
+        self.pole_angle = Some(angle);
         self
     }
 

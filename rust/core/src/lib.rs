@@ -48,7 +48,7 @@ pub mod goal;
 pub mod solvers;
 
 pub use goal::{EffectorPoint, Goal};
-pub use math::EulerOrder;
+pub use math::{EulerOrder, RotationMode};
 pub use rig::{AxisLimit, BoneDesc, JointLimits, Pose, Rig, RigDesc, Transform};
 pub use solvers::{
     AnySolver, Ccd, CcdParams, Fabrik, FabrikParams, IterationParams, JacobianDls,

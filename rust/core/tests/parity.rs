@@ -111,6 +111,7 @@ fn solve(rig: &Rig, config: &SolverConfig, goals: &[ParityGoal]) -> Expected {
             weight: g.weight,
             chain_length: g.chain_length,
             pole: g.pole.map(Vec3::from),
+            pole_angle: None,
         })
         .collect();
     let (pose, report) = config

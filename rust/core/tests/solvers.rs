@@ -527,6 +527,55 @@ fn head_goals_and_pole_targets() {
 }
 
 #[test]
+fn blender_style_pole_aims_the_root_bones_axis() {
+    // Blender's convention: the root bone's X axis turned by the pole angle about its Y
+    // axis lies in the plane of root, target and pole, on the pole's side. Exact when that
+    // axis lies in the chain's bend plane or across it: here a chain bent about X only.
+    let bent = |y: f32, angle: f32| Transform {
+        translation: Vec3::new(0.0, y, 0.0),
+        rotation: Quat::from_rotation_x(angle),
+        scale: Vec3::ONE,
+    };
+    let rig = RigDesc {
+        bones: vec![
+            BoneDesc::new("b0", None, Transform::IDENTITY, 1.0),
+            BoneDesc::new("b1", Some("b0"), bent(1.0, 0.3), 0.8),
+            BoneDesc::new("b2", Some("b1"), bent(0.8, 0.2), 0.6),
+        ],
+    }
+    .build()
+    .unwrap();
+    let target = Vec3::new(0.3, 1.6, 0.4);
+    for (pole, angle) in [
+        (Vec3::new(3.0, 1.0, 0.0), 0.0),
+        (Vec3::new(-2.0, 0.5, 2.0), -std::f32::consts::FRAC_PI_2),
+        (Vec3::new(0.0, 0.0, -3.0), std::f32::consts::FRAC_PI_2),
+    ] {
+        for (name, mut solver) in all_solvers() {
+            if name == "jacobian_transpose" || name == "ccd" {
+                continue;
+            }
+            let goal = Goal::new(2, target).with_blender_pole(pole, angle);
+            let (solved, report) = solver.solve(&rig, &Pose::rest(3), &[goal]).unwrap();
+            assert!(report.reached, "{name}: {report:?}");
+            // Two-bone's chain is the last two bones whatever the chain length.
+            let top = if name == "two_bone" { 1 } else { 0 };
+            let root = rig.world_matrices(&solved)[top];
+            let head = rig.head_tail(&root, top).0;
+            let up = Vec3::from(root.matrix3 * glam::Vec3A::new(angle.cos(), 0.0, angle.sin()));
+            let axis = (target - head).normalize();
+            let side = |p: Vec3| (p - axis * p.dot(axis)).normalize();
+            assert!(
+                side(up).dot(side(pole - head)) > 1.0 - 1e-4,
+                "{name}: up {} vs pole {}",
+                side(up),
+                side(pole - head)
+            );
+        }
+    }
+}
+
+#[test]
 fn solvers_chain_from_each_others_output() {
     let rig = bent_chain(16, 14);
     let mut r = rng(14);

@@ -15,7 +15,7 @@ use pyo3::IntoPyObjectExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use tendon_core::{
     AnySolver, EffectorPoint, Goal as CoreGoal, JointLimits, Pose, Rig as CoreRig, RigDesc,
-    SolveReport, Solver as _, SolverConfig, TendonError as CoreError,
+    RotationMode, SolveReport, Solver as _, SolverConfig, TendonError as CoreError,
 };
 
 create_exception!(
@@ -415,7 +415,7 @@ struct Goal {
 #[pymethods]
 impl Goal {
     #[new]
-    #[pyo3(signature = (bone, target, *, rotation = None, rotation_weight = 1.0, weight = 1.0, chain_length = 0, pole = None, point = "tail"))]
+    #[pyo3(signature = (bone, target, *, rotation = None, rotation_weight = 1.0, weight = 1.0, chain_length = 0, pole = None, point = "tail", pole_angle = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         bone: &Bound<'_, PyAny>,
@@ -426,6 +426,7 @@ impl Goal {
         chain_length: usize,
         pole: Option<&Bound<'_, PyAny>>,
         point: &str,
+        pole_angle: Option<f32>,
     ) -> PyResult<Goal> {
         let bone_ref = if let Ok(name) = bone.extract::<String>() {
             BoneRef::Name(name)
@@ -450,6 +451,7 @@ impl Goal {
             read_f32(p, "pole", &[3], &mut scratch)?;
             goal.pole = Some(vec3(&scratch));
         }
+        goal.pole_angle = pole_angle;
         goal.point = match point {
             "tail" => EffectorPoint::Tail,
             "head" => EffectorPoint::Head,
@@ -505,6 +507,13 @@ impl Goal {
     #[getter]
     fn pole(&self) -> Option<(f32, f32, f32)> {
         self.goal.pole.map(Into::into)
+    }
+
+    /// Blender-style pole angle in radians (the root bone's X axis turned about its Y axis
+    /// aims at the pole), or None: the chain's bend aims at the pole.
+    #[getter]
+    fn pole_angle(&self) -> Option<f32> {
+        self.goal.pole_angle
     }
 
     /// "tail" or "head".
@@ -980,6 +989,115 @@ fn _test_panic() -> PyResult<()> {
     guarded(|| -> std::result::Result<(), CoreError> { panic!("deliberate panic for the tests") })
 }
 
+/// Rotations `(n, 4)` (w, x, y, z) as Blender channels of `mode` ("QUATERNION",
+/// "AXIS_ANGLE" or an Euler order such as "XYZ"): `(n, 4)` or `(n, 3)` float32. Each row is
+/// chosen nearest `previous` (same shape) when given; with `series`, each row is nearest
+/// the row before it (the first nearest `previous[0]`), as keys along a timeline need.
+#[pyfunction]
+#[pyo3(signature = (rotations, mode, previous = None, series = false))]
+fn rotation_channels<'py>(
+    py: Python<'py>,
+    rotations: &Bound<'py, PyAny>,
+    mode: &str,
+    previous: Option<&Bound<'py, PyAny>>,
+    series: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mode = RotationMode::from_blender(mode).ok_or_else(|| {
+        TendonError::new_err(format!(
+            "mode must be QUATERNION, AXIS_ANGLE or an Euler order (XYZ, XZY, YXZ, YZX, ZXY, ZYX), not '{mode}'"
+        ))
+    })?;
+    let mut quats = Vec::new();
+    let shape = read_f32(rotations, "rotations", &[ANY, 4], &mut quats)?;
+    let n = shape[0];
+    let k = mode.channel_count();
+    let mut before = Vec::new();
+    if let Some(p) = previous {
+        let rows = if series { 1 } else { n };
+        let got = read_f32(p, "previous", &[ANY, k], &mut before)?;
+        if got[0] != rows && !(series && got[0] == n) {
+            return Err(ShapeError::new_err(format!(
+                "previous has {} rows, expected {rows}",
+                got[0]
+            )));
+        }
+        ensure_finite_array(&before, "previous")?;
+    }
+    ensure_finite_array(&quats, "rotations")?;
+    let mut out = vec![0.0f32; n * k];
+    let mut last: Option<[f32; 4]> = None;
+    for i in 0..n {
+        let q = &quats[i * 4..i * 4 + 4];
+        let rotation = quat_wxyz(q);
+        if rotation.length_squared() < 1e-12 {
+            return Err(NonFiniteError::new_err(format!(
+                "rotation {i} is zero: not a rotation"
+            )));
+        }
+        let from_previous = |row: usize| {
+            let mut c = [0.0f32; 4];
+            c[..k].copy_from_slice(&before[row * k..row * k + k]);
+            c
+        };
+        let near = if series {
+            last.or_else(|| (!before.is_empty()).then(|| from_previous(0)))
+        } else {
+            (!before.is_empty()).then(|| from_previous(i))
+        };
+        let c = mode.channels(rotation, near);
+        out[i * k..i * k + k].copy_from_slice(&c[..k]);
+        last = Some(c);
+    }
+    new_array(py, &[n, k], &out)
+}
+
+/// Splits `(n, 4, 4)` matrices (row-major, or column-major as Blender's `foreach_get`
+/// gives them when `column_major`) into rotations `(n, 4)` (w first), translations
+/// `(n, 3)` and scales `(n, 3)`, all float32.
+#[pyfunction]
+#[pyo3(signature = (matrices, column_major = false))]
+#[allow(clippy::type_complexity)]
+fn matrices_to_transforms<'py>(
+    py: Python<'py>,
+    matrices: &Bound<'py, PyAny>,
+    column_major: bool,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let mut values = Vec::new();
+    let shape = read_f32(matrices, "matrices", &[ANY, 4, 4], &mut values)?;
+    ensure_finite_array(&values, "matrices")?;
+    let n = shape[0];
+    let (mut rotations, mut translations, mut scales) = (
+        Vec::with_capacity(n * 4),
+        Vec::with_capacity(n * 3),
+        Vec::with_capacity(n * 3),
+    );
+    for m in values.chunks_exact(16) {
+        let mut matrix = Mat4::from_cols_slice(m);
+        if !column_major {
+            matrix = matrix.transpose();
+        }
+        let (scale, rotation, translation) = matrix.to_scale_rotation_translation();
+        rotations.extend([rotation.w, rotation.x, rotation.y, rotation.z]);
+        translations.extend(translation.to_array());
+        scales.extend(scale.to_array());
+    }
+    Ok((
+        new_array(py, &[n, 4], &rotations)?,
+        new_array(py, &[n, 3], &translations)?,
+        new_array(py, &[n, 3], &scales)?,
+    ))
+}
+
+fn ensure_finite_array(values: &[f32], what: &str) -> PyResult<()> {
+    match values.iter().position(|v| !v.is_finite()) {
+        None => Ok(()),
+        Some(i) => Err(NonFiniteError::new_err(format!(
+            "{what} holds a non-finite value ({}) at flat index {i}",
+            values[i]
+        ))),
+    }
+}
+
 /// Tendon's native module: rigs, goals and solvers (see the `tendon` package).
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -1003,5 +1121,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(_test_panic, m)?)?;
+    m.add_function(wrap_pyfunction!(rotation_channels, m)?)?;
+    m.add_function(wrap_pyfunction!(matrices_to_transforms, m)?)?;
     Ok(())
 }

@@ -156,7 +156,48 @@ impl Workspace {
             .map(|g| self.goal_joints[g.joints.1 - 1])
             .min()
             .unwrap_or(n);
+        self.aim_blender_poles(rig);
         Ok(())
+    }
+
+    /// Blender's pole convention (goals with a `pole_angle`), applied once before solving
+    /// as Blender's IK does: the chain turns as a whole so the line from its root to its
+    /// effector points at the target and the root bone's reference axis (X turned by the
+    /// pole angle about Y) lies in the plane of root, target and pole, on the pole's side.
+    /// The solve then bends the chain from there.
+    fn aim_blender_poles(&mut self, rig: &Rig) {
+        let mut turned = false;
+        for g in 0..self.goals.len() {
+            let goal = self.goals[g].goal;
+            let (Some(pole), Some(angle)) = (goal.pole, goal.pole_angle) else {
+                continue;
+            };
+            let Some(&top) = self.joints(g).last() else {
+                continue;
+            };
+            if turned {
+                self.forward_kinematics(rig);
+            }
+            let root = self.head(top);
+            let (sin, cos) = angle.sin_cos();
+            let up = Vec3::from(self.world[top].matrix3 * glam::Vec3A::new(cos, 0.0, sin));
+            // Orthonormal frames from a direction and an up vector; None when degenerate.
+            let frame = |dir: Vec3, up: Vec3| {
+                let dir = dir.try_normalize()?;
+                let side = dir.cross(up).try_normalize()?;
+                Some(glam::Mat3::from_cols(side, side.cross(dir), -dir))
+            };
+            let now = frame(self.effector(g) - root, up);
+            let wanted = frame(goal.target - root, pole - root);
+            if let (Some(now), Some(wanted)) = (now, wanted) {
+                let delta = Quat::from_mat3(&(wanted * now.transpose())).normalize();
+                self.rotate_bone(rig, top, delta);
+                turned = true;
+            }
+        }
+        if turned {
+            self.forward_kinematics(rig);
+        }
     }
 
     fn prepare_goal(&mut self, rig: &Rig, goal: Goal, params: &IterationParams) -> PreparedGoal {
@@ -456,7 +497,7 @@ impl Workspace {
                 self.set_local_rotation(rig, bone, frame.conjugate() * orientation);
                 stale = true;
             }
-            if let Some(pole) = goal.goal.pole {
+            if let (Some(pole), None) = (goal.goal.pole, goal.goal.pole_angle) {
                 if stale {
                     self.forward_kinematics(rig);
                 }
@@ -483,12 +524,12 @@ impl Workspace {
             return;
         }
         let axis = axis.normalize();
-        // The bend: mean offset of the intermediate joints from the root-effector line.
+        // The bend: mean offset of the inner joints from the root-effector line.
         let inner = &joints[..joints.len() - 1];
         let mean = inner.iter().map(|&j| self.head(j)).sum::<Vec3>() / inner.len() as f32;
         let bend = reject(mean - root, axis);
-        let wanted = reject(pole - root, axis);
         let tiny = 1e-6 * (mean - root).length().max(f32::MIN_POSITIVE);
+        let wanted = reject(pole - root, axis);
         if bend.length() < tiny || wanted.length_squared() < 1e-20 {
             return;
         }
@@ -684,6 +725,9 @@ fn validate_goal(rig: &Rig, index: usize, goal: &Goal) -> Result<Goal> {
                 reason: format!("{value} is negative"),
             });
         }
+    }
+    if let Some(angle) = goal.pole_angle {
+        ensure_finite(&[angle], || what("pole angle"))?;
     }
     if let Some(pole) = goal.pole {
         ensure_finite(&pole.to_array(), || what("pole"))?;

@@ -189,7 +189,12 @@ fn solve_goal(ws: &mut Workspace, rig: &Rig, g: usize) {
         ws.head(lower),
         ws.point(g),
         target,
-        ws.goals[g].goal.pole,
+        // A Blender-style pole is applied by the driver's twist pass instead: it aims
+        // the root bone's axis, not the knee.
+        ws.goals[g]
+            .goal
+            .pole
+            .filter(|_| ws.goals[g].goal.pole_angle.is_none()),
     );
     ws.rotate_bone(rig, upper, limb.upper);
     ws.update_bone(rig, lower);

@@ -31,6 +31,8 @@ from ._native import (
     SolverError,
     TendonError,
     __version__,
+    matrices_to_transforms,
+    rotation_channels,
 )
 
 __all__ = [
@@ -48,4 +50,6 @@ __all__ = [
     "SolverError",
     "TendonError",
     "__version__",
+    "matrices_to_transforms",
+    "rotation_channels",
 ]

@@ -22,12 +22,20 @@ __all__ = [
     "TendonError",
     "__version__",
     "_test_panic",
+    "matrices_to_transforms",
+    "rotation_channels",
 ]
 
 _ArrayLike: TypeAlias = npt.ArrayLike
 _Float32Array: TypeAlias = npt.NDArray[np.float32]
 
 def _test_panic() -> None: ...
+def rotation_channels(
+    rotations: _ArrayLike, mode: str, previous: _ArrayLike | None = None, series: bool = False
+) -> _Float32Array: ...
+def matrices_to_transforms(
+    matrices: _ArrayLike, column_major: bool = False
+) -> tuple[_Float32Array, _Float32Array, _Float32Array]: ...
 
 class TendonError(ValueError): ...
 class RigError(TendonError): ...
@@ -81,6 +89,7 @@ class Goal:
         chain_length: int = 0,
         pole: _ArrayLike | None = None,
         point: str = "tail",
+        pole_angle: float | None = None,
     ) -> Goal: ...
     @property
     def bone(self) -> str | int: ...
@@ -96,6 +105,8 @@ class Goal:
     def chain_length(self) -> int: ...
     @property
     def pole(self) -> tuple[float, float, float] | None: ...
+    @property
+    def pole_angle(self) -> float | None: ...
     @property
     def point(self) -> str: ...
 

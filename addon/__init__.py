@@ -1,0 +1,29 @@
+"""Tendon: fast, exact inverse kinematics for armatures (the Blender extension).
+
+The modules register in order; each lists its classes in ``classes`` and may have its own
+``register``/``unregister`` for what is not a class (properties on Blender types, handlers).
+"""
+
+from . import bridge, operators, preferences, props, ui
+
+MODULES = (props, bridge, operators, ui, preferences)
+
+
+def register() -> None:
+    import bpy
+
+    for module in MODULES:
+        for cls in getattr(module, "classes", ()):
+            bpy.utils.register_class(cls)
+        if hasattr(module, "register"):
+            module.register()
+
+
+def unregister() -> None:
+    import bpy
+
+    for module in reversed(MODULES):
+        if hasattr(module, "unregister"):
+            module.unregister()
+        for cls in reversed(getattr(module, "classes", ())):
+            bpy.utils.unregister_class(cls)

@@ -1,0 +1,320 @@
+"""Operators (``bpy.ops.tendon.*``): solve, effectors, imports from Blender's own IK setup,
+and resetting the pose. Each has a poll that says what is missing, reports, and undo."""
+
+# No `from __future__ import annotations`: Blender reads operator properties' annotations.
+from typing import Any, ClassVar
+
+import bpy
+from bpy.props import IntProperty
+from bpy.types import Context, Operator
+
+from . import bridge
+
+#: Blender rotation modes that are Euler orders.
+EULER_ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
+
+
+def poll_armature(cls: Any, context: Context) -> bool:
+    """True when the active object is an editable armature in Pose Mode; otherwise sets
+    the reason Blender shows on the disabled button."""
+    problem = bridge.armature_problem(context.active_object)
+    if problem:
+        cls.poll_message_set(problem)
+        return False
+    return True
+
+
+def has_effectors(cls: Any, context: Context) -> bool:
+    if not poll_armature(cls, context):
+        return False
+    if not any(effector.enabled for effector in context.active_object.tendon.effectors):
+        cls.poll_message_set("Add an effector first (Tendon tab, Effectors)")
+        return False
+    return True
+
+
+def report_outcome(operator: Operator, obj: bpy.types.Object, outcome: bridge.SolveOutcome) -> None:
+    for warning in outcome.warnings:
+        operator.report({"WARNING"}, warning)
+    operator.report({"INFO"} if outcome.reached else {"WARNING"}, outcome.summary())
+    obj.tendon.status = outcome.summary()
+
+
+class TENDON_OT_solve(Operator):
+    """Solve the active armature's effectors at the current frame"""
+
+    bl_idname = "tendon.solve"
+    bl_label = "Solve IK"
+    bl_options: ClassVar[set[str]] = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context: Context) -> bool:
+        return has_effectors(cls, context)
+
+    def execute(self, context: Context) -> set[str]:
+        obj = context.active_object
+        try:
+            outcome = bridge.solve(obj)
+        except bridge.TendonUserError as problem:
+            obj.tendon.status = str(problem)
+            self.report({"ERROR"}, str(problem))
+            return {"CANCELLED"}
+        report_outcome(self, obj, outcome)
+        return {"FINISHED"}
+
+
+class TENDON_OT_add_effector(Operator):
+    """Add an effector for the active bone. Its target is the selected object or bone, or
+    else a new Empty at the bone's tail"""
+
+    bl_idname = "tendon.add_effector"
+    bl_label = "Add Effector"
+    bl_options: ClassVar[set[str]] = {"REGISTER", "UNDO"}
+
+    chain_length: IntProperty(
+        name="Chain Length",
+        default=2,
+        min=0,
+        max=255,
+        description="Bones the effector moves, counting its own (0: up to the root)",
+    )
+
+    @classmethod
+    def poll(cls, context: Context) -> bool:
+        if not poll_armature(cls, context):
+            return False
+        if context.active_pose_bone is None:
+            cls.poll_message_set("Select the bone that should reach (make it active)")
+            return False
+        return True
+
+    def execute(self, context: Context) -> set[str]:
+        obj = context.active_object
+        pose_bone = context.active_pose_bone
+        settings = obj.tendon
+        effector = settings.effectors.add()
+        effector.bone = pose_bone.name
+        effector.chain_length = self.chain_length
+        other_objects = [o for o in context.selected_objects if o != obj]
+        other_bones = [b for b in (context.selected_pose_bones or []) if b != pose_bone and b.id_data == obj]
+        if other_objects:
+            effector.target = other_objects[0]
+        elif other_bones:
+            effector.target = obj
+            effector.subtarget = other_bones[0].name
+        else:
+            effector.target = self.new_target(context, obj, pose_bone)
+        settings.active_effector_index = len(settings.effectors) - 1
+        target = effector.target.name + (f" : {effector.subtarget}" if effector.subtarget else "")
+        self.report({"INFO"}, f"Effector for bone '{pose_bone.name}' follows '{target}'")
+        return {"FINISHED"}
+
+    @staticmethod
+    def new_target(context: Context, obj: bpy.types.Object, pose_bone: bpy.types.PoseBone) -> bpy.types.Object:
+        """An Empty at the bone's tail, oriented like the bone, in the armature's collection."""
+        empty = bpy.data.objects.new(f"{pose_bone.name}.target", None)
+        empty.empty_display_type = "SPHERE"
+        empty.empty_display_size = max(0.25 * pose_bone.length, 0.01)
+        placement = pose_bone.matrix.copy()
+        placement.translation = pose_bone.tail
+        empty.matrix_world = obj.matrix_world @ placement
+        collection = obj.users_collection[0] if obj.users_collection else context.scene.collection
+        collection.objects.link(empty)
+        return empty
+
+
+class TENDON_OT_remove_effector(Operator):
+    """Remove the active effector (its target object is kept)"""
+
+    bl_idname = "tendon.remove_effector"
+    bl_label = "Remove Effector"
+    bl_options: ClassVar[set[str]] = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context: Context) -> bool:
+        if not poll_armature(cls, context):
+            return False
+        settings = context.active_object.tendon
+        if not 0 <= settings.active_effector_index < len(settings.effectors):
+            cls.poll_message_set("No effector is selected")
+            return False
+        return True
+
+    def execute(self, context: Context) -> set[str]:
+        settings = context.active_object.tendon
+        index = settings.active_effector_index
+        bone = settings.effectors[index].bone
+        settings.effectors.remove(index)
+        settings.active_effector_index = max(0, min(index, len(settings.effectors) - 1))
+        self.report({"INFO"}, f"Removed the effector of bone '{bone}'")
+        return {"FINISHED"}
+
+
+class TENDON_OT_import_blender_ik(Operator):
+    """Turn the armature's IK constraints into Tendon effectors and mute the constraints"""
+
+    bl_idname = "tendon.import_blender_ik"
+    bl_label = "Import Blender IK"
+    bl_options: ClassVar[set[str]] = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context: Context) -> bool:
+        return poll_armature(cls, context)
+
+    def execute(self, context: Context) -> set[str]:
+        obj = context.active_object
+        settings = obj.tendon
+        imported = 0
+        for pose_bone in obj.pose.bones:
+            for constraint in pose_bone.constraints:
+                if constraint.type != "IK" or constraint.mute:
+                    continue
+                problem = self.unsupported(pose_bone, constraint)
+                if problem:
+                    self.report({"WARNING"}, problem)
+                    continue
+                existing = [e for e in settings.effectors if e.bone == pose_bone.name and e.target == constraint.target]
+                effector = existing[0] if existing else settings.effectors.add()
+                effector.enabled = True
+                effector.bone = pose_bone.name
+                effector.target = constraint.target
+                effector.subtarget = constraint.subtarget
+                effector.chain_length = constraint.chain_count
+                effector.use_tail = constraint.use_tail
+                effector.weight = constraint.weight
+                effector.use_rotation = constraint.use_rotation
+                effector.rotation_weight = constraint.orient_weight
+                effector.pole_target = constraint.pole_target
+                effector.pole_subtarget = constraint.pole_subtarget
+                effector.pole_angle = constraint.pole_angle
+                constraint.mute = True
+                imported += 1
+        if imported == 0:
+            self.report({"WARNING"}, f"Armature '{obj.name}' has no enabled IK constraint to import")
+            return {"CANCELLED"}
+        settings.active_effector_index = len(settings.effectors) - 1
+        self.report({"INFO"}, f"Imported {imported} IK constraint(s) as effectors and muted them")
+        return {"FINISHED"}
+
+    @staticmethod
+    def unsupported(pose_bone: bpy.types.PoseBone, constraint: Any) -> str | None:
+        where = f"IK constraint '{constraint.name}' on bone '{pose_bone.name}'"
+        if constraint.target is None:
+            return f"{where} has no target (auto IK); not imported"
+        if getattr(constraint, "ik_type", "COPY_POSE") != "COPY_POSE":
+            return f"{where} is an iTaSC distance constraint; not imported"
+        if not constraint.use_location:
+            return f"{where} only matches rotation; not imported"
+        return None
+
+
+class TENDON_OT_import_limits(Operator):
+    """Read Limit Rotation constraints (Local Space) and the bones' IK locks, limits and
+    stiffness into Tendon's joint limits"""
+
+    bl_idname = "tendon.import_limits"
+    bl_label = "Import Limits"
+    bl_options: ClassVar[set[str]] = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context: Context) -> bool:
+        return poll_armature(cls, context)
+
+    def execute(self, context: Context) -> set[str]:
+        obj = context.active_object
+        bones = 0
+        for pose_bone in obj.pose.bones:
+            if self.import_bone(pose_bone):
+                bones += 1
+        self.report({"INFO"}, f"Imported the limits of {bones} bone(s)")
+        return {"FINISHED"}
+
+    def import_bone(self, pose_bone: bpy.types.PoseBone) -> bool:
+        """Maps one bone's limits; returns whether it had any."""
+        limits = pose_bone.tendon
+        found = False
+        order = pose_bone.rotation_mode if pose_bone.rotation_mode in EULER_ORDERS else "XYZ"
+        ranges: dict[str, tuple[float, float]] = {}
+        for constraint in pose_bone.constraints:
+            if constraint.type != "LIMIT_ROTATION" or constraint.mute:
+                continue
+            if constraint.owner_space != "LOCAL":
+                self.report(
+                    {"WARNING"},
+                    f"Limit Rotation '{constraint.name}' on bone '{pose_bone.name}' is in "
+                    f"{constraint.owner_space} space; only Local Space limits are imported",
+                )
+                continue
+            if constraint.euler_order != "AUTO":
+                order = constraint.euler_order
+            for axis in "xyz":
+                if getattr(constraint, f"use_limit_{axis}"):
+                    ranges[axis] = intersect(
+                        ranges.get(axis), (getattr(constraint, f"min_{axis}"), getattr(constraint, f"max_{axis}"))
+                    )
+        for axis in "xyz":
+            if getattr(pose_bone, f"lock_ik_{axis}"):
+                setattr(limits, f"lock_{axis}", True)
+                found = True
+            if getattr(pose_bone, f"use_ik_limit_{axis}"):
+                ik_range = (getattr(pose_bone, f"ik_min_{axis}"), getattr(pose_bone, f"ik_max_{axis}"))
+                ranges[axis] = intersect(ranges.get(axis), ik_range)
+            stiffness = getattr(pose_bone, f"ik_stiffness_{axis}")
+            if stiffness > 0.0:
+                # Blender's stiffness (0 to 0.99) as rigidity: 0 stays free, 0.5 gives 1, 0.99 gives 99.
+                rigidity = stiffness / (1.0 - stiffness)
+                setattr(limits, f"rigidity_negative_{axis}", rigidity)
+                setattr(limits, f"rigidity_positive_{axis}", rigidity)
+                found = True
+        for axis, (low, high) in ranges.items():
+            if low > high:
+                self.report(
+                    {"WARNING"},
+                    f"Bone '{pose_bone.name}': the {axis.upper()} limits do not overlap; the axis is locked",
+                )
+                setattr(limits, f"lock_{axis}", True)
+                continue
+            setattr(limits, f"use_limit_{axis}", True)
+            setattr(limits, f"min_{axis}", low)
+            setattr(limits, f"max_{axis}", high)
+        if ranges or found:
+            limits.euler_order = order
+        return bool(ranges) or found
+
+
+def intersect(current: tuple[float, float] | None, new: tuple[float, float]) -> tuple[float, float]:
+    """The overlap of two limit ranges (both given in radians)."""
+    if current is None:
+        return new
+    return (max(current[0], new[0]), min(current[1], new[1]))
+
+
+class TENDON_OT_reset_pose(Operator):
+    """Put the bones the effectors move back to their rest rotation"""
+
+    bl_idname = "tendon.reset_pose"
+    bl_label = "Reset Chains"
+    bl_options: ClassVar[set[str]] = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context: Context) -> bool:
+        return has_effectors(cls, context)
+
+    def execute(self, context: Context) -> set[str]:
+        try:
+            count = bridge.reset_chains(context.active_object)
+        except bridge.TendonUserError as problem:
+            self.report({"ERROR"}, str(problem))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Reset {count} bone(s) to their rest rotation")
+        return {"FINISHED"}
+
+
+classes = (
+    TENDON_OT_solve,
+    TENDON_OT_add_effector,
+    TENDON_OT_remove_effector,
+    TENDON_OT_import_blender_ik,
+    TENDON_OT_import_limits,
+    TENDON_OT_reset_pose,
+)

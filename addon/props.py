@@ -1,0 +1,171 @@
+"""Tendon's settings, stored in the .blend: ``Object.tendon`` on armatures (solver and
+effectors) and ``PoseBone.tendon`` (joint limits). Scripts rely on these names."""
+
+# No `from __future__ import annotations` here: Blender reads these annotations as objects.
+import math
+from typing import Any
+
+import bpy
+from bpy.props import (
+    BoolProperty,
+    CollectionProperty,
+    EnumProperty,
+    FloatProperty,
+    IntProperty,
+    PointerProperty,
+    StringProperty,
+)
+from bpy.types import PropertyGroup
+
+from . import bridge
+
+SOLVER_ITEMS = [
+    ("FABRIK", "FABRIK", "Forward and backward reaching: fast, exact, natural on long chains"),
+    ("CCD", "CCD", "Cyclic coordinate descent: one joint at a time, from the effector up"),
+    ("JACOBIAN_DLS", "Jacobian DLS", "Damped least squares: smooth, handles rotation targets and weights"),
+    ("JACOBIAN_TRANSPOSE", "Jacobian Transpose", "Gradient steps: simple and slow, for comparison"),
+    ("TWO_BONE", "Two Bone", "Closed form for limbs: each effector moves the two bones above it"),
+    ("TENSION", "Tension", "Downhill-simplex minimiser of joint tension within limits (natural poses)"),
+]
+
+EULER_ITEMS = [
+    (order, order, f"Decompose the joint's rotation in {order} order")
+    for order in ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
+]
+
+
+def native_default(solver: str, key: str, fallback: float) -> float:
+    """A solver setting's default from the native library, so defaults are stated once."""
+    return float(bridge.solver_defaults(solver).get(key, fallback))
+
+
+def live_changed(self: "TendonArmatureSettings", context: bpy.types.Context) -> None:
+    if self.live:
+        bridge.live_update(context.scene, force=True)
+    else:
+        self.status = ""
+
+
+class TendonEffector(PropertyGroup):
+    """One IK goal: a bone's tail (or head) follows a target object or bone."""
+
+    enabled: BoolProperty(name="Enabled", default=True, description="Solve this effector")
+    bone: StringProperty(name="Bone", description="The bone that reaches for the target")
+    target: PointerProperty(name="Target", type=bpy.types.Object, description="Object to reach")
+    subtarget: StringProperty(name="Target Bone", description="Bone of the target when it is an armature")
+    chain_length: IntProperty(
+        name="Chain Length",
+        default=0,
+        min=0,
+        max=255,
+        description="How many bones, counting the effector's own, the effector moves (0: up to the root)",
+    )
+    weight: FloatProperty(
+        name="Weight", default=1.0, min=0.0, max=1.0, description="How much this effector counts against others"
+    )
+    use_tail: BoolProperty(
+        name="Use Tail", default=True, description="The bone's tail reaches the target (off: its head does)"
+    )
+    use_rotation: BoolProperty(name="Rotation", default=False, description="Also match the target's rotation")
+    rotation_weight: FloatProperty(
+        name="Rotation Weight", default=1.0, min=0.0, max=1.0, description="How much the rotation counts"
+    )
+    pole_target: PointerProperty(
+        name="Pole Target", type=bpy.types.Object, description="Object the chain's plane turns towards"
+    )
+    pole_subtarget: StringProperty(name="Pole Bone", description="Bone of the pole target when it is an armature")
+    pole_angle: FloatProperty(
+        name="Pole Angle",
+        default=0.0,
+        subtype="ANGLE",
+        description="As in Blender's IK: the chain root bone's X axis, turned by this angle, points at the pole",
+    )
+
+
+class TendonArmatureSettings(PropertyGroup):
+    """Solver settings and effectors of one armature."""
+
+    solver: EnumProperty(name="Solver", items=SOLVER_ITEMS, default="FABRIK", description="The IK solver")
+    iterations: IntProperty(
+        name="Iterations",
+        default=0,
+        min=0,
+        max=100000,
+        description="Most iterations per solve (0: the solver's own default)",
+    )
+    tolerance: FloatProperty(
+        name="Tolerance",
+        default=native_default("FABRIK", "tolerance", 1e-5),
+        min=1e-9,
+        max=0.1,
+        precision=6,
+        description="An effector counts as reached within this fraction of its chain's length",
+    )
+    damping: FloatProperty(
+        name="Damping",
+        default=native_default("JACOBIAN_DLS", "damping", 0.1),
+        min=0.0,
+        max=10.0,
+        description="Damped least squares only: higher is steadier near singular poses, lower is faster",
+    )
+    effectors: CollectionProperty(type=TendonEffector, name="Effectors")
+    active_effector_index: IntProperty(name="Active Effector", default=0, min=0)
+    live: BoolProperty(
+        name="Live",
+        default=False,
+        description="Re-solve whenever a target moves or the frame changes",
+        update=live_changed,
+    )
+    status: StringProperty(name="Status", description="What the last solve did", options={"SKIP_SAVE"})
+
+
+def axis_properties() -> dict[str, Any]:
+    """Per-axis limit and tension settings (x, y, z), built once rather than spelt out."""
+    found: dict[str, Any] = {}
+    for axis in "xyz":
+        upper = axis.upper()
+        found[f"lock_{axis}"] = BoolProperty(name=f"Lock {upper}", description=f"No rotation about {upper}")
+        found[f"use_limit_{axis}"] = BoolProperty(name=f"Limit {upper}", description=f"Limit the {upper} angle")
+        found[f"min_{axis}"] = FloatProperty(
+            name=f"Min {upper}", default=-math.pi, soft_min=-math.pi, soft_max=math.pi, subtype="ANGLE"
+        )
+        found[f"max_{axis}"] = FloatProperty(
+            name=f"Max {upper}", default=math.pi, soft_min=-math.pi, soft_max=math.pi, subtype="ANGLE"
+        )
+        for sign in ("negative", "positive"):
+            found[f"threshold_{sign}_{axis}"] = FloatProperty(
+                name=f"Threshold {sign.title()} {upper}",
+                default=math.pi / 2,
+                min=1e-3,
+                max=2 * math.pi,
+                subtype="ANGLE",
+                description=f"Tension: the {sign} {upper} angle where the joint's resistance becomes a wall",
+            )
+            found[f"rigidity_{sign}_{axis}"] = FloatProperty(
+                name=f"Rigidity {sign.title()} {upper}",
+                default=1.0,
+                min=0.0,
+                max=1000.0,
+                description=f"Tension: how strongly the joint resists {sign} {upper} rotation",
+            )
+    return found
+
+
+class TendonBoneLimits(PropertyGroup):
+    """Joint limits of one pose bone, on Euler angles of its rotation relative to rest."""
+
+    euler_order: EnumProperty(name="Euler Order", items=EULER_ITEMS, default="XYZ")
+    __annotations__.update(axis_properties())
+
+
+classes = (TendonEffector, TendonArmatureSettings, TendonBoneLimits)
+
+
+def register() -> None:
+    bpy.types.Object.tendon = PointerProperty(type=TendonArmatureSettings)
+    bpy.types.PoseBone.tendon = PointerProperty(type=TendonBoneLimits)
+
+
+def unregister() -> None:
+    del bpy.types.PoseBone.tendon
+    del bpy.types.Object.tendon

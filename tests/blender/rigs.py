@@ -1,0 +1,121 @@
+"""Armatures and targets for the add-on tests, built through Blender's own edit mode."""
+
+from __future__ import annotations
+
+import math
+
+import bpy
+import numpy as np
+from mathutils import Matrix, Vector
+
+ROTATION_MODES = ("QUATERNION", "AXIS_ANGLE", "XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
+
+
+def link(obj: bpy.types.Object) -> bpy.types.Object:
+    bpy.context.scene.collection.objects.link(obj)
+    return obj
+
+
+def armature(name: str, bones: list[tuple[str, str | None, tuple, tuple, float]]) -> bpy.types.Object:
+    """An armature from (name, parent, head, tail, roll) rows, left active in Pose Mode."""
+    data = bpy.data.armatures.new(name)
+    obj = link(bpy.data.objects.new(name, data))
+    activate(obj)
+    bpy.ops.object.mode_set(mode="EDIT")
+    for bone_name, parent, head, tail, roll in bones:
+        edit_bone = data.edit_bones.new(bone_name)
+        edit_bone.head, edit_bone.tail, edit_bone.roll = head, tail, roll
+        if parent:
+            edit_bone.parent = data.edit_bones[parent]
+            edit_bone.use_connect = Vector(head) == data.edit_bones[parent].tail
+    bpy.ops.object.mode_set(mode="POSE")
+    return obj
+
+
+def activate(obj: bpy.types.Object) -> None:
+    for other in bpy.context.view_layer.objects:
+        other.select_set(False)
+    bpy.context.view_layer.objects.active = obj
+    obj.select_set(True)
+
+
+def chain(count: int, name: str = "Chain", length: float = 1.0, bend: float = 0.2) -> bpy.types.Object:
+    """A gently bent chain of `count` bones (b0 at the root), each with a different roll."""
+    rows = []
+    head = Vector((0.0, 0.0, 0.0))
+    for i in range(count):
+        angle = bend * i
+        tail = head + length * Vector((0.0, math.cos(angle), math.sin(angle)))
+        rows.append((f"b{i}", f"b{i - 1}" if i else None, tuple(head), tuple(tail), 0.4 * i))
+        head = tail
+    return armature(name, rows)
+
+
+def empty(name: str, location: tuple | Vector) -> bpy.types.Object:
+    obj = link(bpy.data.objects.new(name, None))
+    obj.location = location
+    return obj
+
+
+def update() -> None:
+    bpy.context.view_layer.update()
+
+
+def tail_world(obj: bpy.types.Object, bone: str) -> Vector:
+    update()
+    return obj.matrix_world @ obj.pose.bones[bone].tail
+
+
+def head_world(obj: bpy.types.Object, bone: str) -> Vector:
+    update()
+    return obj.matrix_world @ obj.pose.bones[bone].head
+
+
+def world_matrices(obj: bpy.types.Object) -> np.ndarray:
+    """Every pose bone's world matrix, (n, 4, 4) row-major."""
+    update()
+    n = len(obj.pose.bones)
+    flat = np.empty(n * 16, np.float32)
+    obj.pose.bones.foreach_get("matrix", flat)
+    local = flat.reshape(n, 4, 4).transpose(0, 2, 1)
+    return np.asarray(obj.matrix_world, np.float32) @ local
+
+
+def random_pose_tail(obj: bpy.types.Object, bone: str, seed: int, spread: float = 0.8) -> Vector:
+    """The world tail of `bone` in a random pose (then the pose goes back to rest): a target
+    the chain can reach."""
+    rng = np.random.default_rng(seed)
+    for pose_bone in obj.pose.bones:
+        pose_bone.rotation_mode = "QUATERNION"
+        axis = Vector(rng.normal(size=3)).normalized()
+        pose_bone.rotation_quaternion = Matrix.Rotation(spread * rng.uniform(-1, 1), 3, axis).to_quaternion()
+    target = tail_world(obj, bone).copy()
+    for pose_bone in obj.pose.bones:
+        pose_bone.rotation_quaternion = (1, 0, 0, 0)
+    update()
+    return target
+
+
+def select_bone(obj: bpy.types.Object, name: str, state: bool = True) -> None:
+    """Selects a bone (a pose bone property from Blender 5.0, an armature bone's before)."""
+    owner = obj.pose.bones[name] if "select" in bpy.types.PoseBone.bl_rna.properties else obj.data.bones[name]
+    owner.select = state
+
+
+def rest_all_channels(obj: bpy.types.Object, mode: str) -> None:
+    """Every rotation channel at rest, then `mode` as the bones' rotation mode."""
+    for pose_bone in obj.pose.bones:
+        pose_bone.rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
+        pose_bone.rotation_axis_angle = (0.0, 0.0, 1.0, 0.0)
+        pose_bone.rotation_euler = (0.0, 0.0, 0.0)
+        pose_bone.rotation_mode = mode
+
+
+def add_effector(obj: bpy.types.Object, bone: str, target: bpy.types.Object, chain_length: int = 0) -> None:
+    """Adds an effector the way a user does: target selected, bone active, press +."""
+    activate(obj)
+    target.select_set(True)
+    obj.data.bones.active = obj.data.bones[bone]
+    assert bpy.ops.tendon.add_effector(chain_length=chain_length) == {"FINISHED"}
+    effector = obj.tendon.effectors[obj.tendon.active_effector_index]
+    assert effector.bone == bone and effector.target == target

@@ -1,0 +1,384 @@
+"""The add-on in real Blender, installed from its zip: registration, solving, rotation
+modes, object transforms, imports from Blender's IK, saved settings, and bad input."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import bpy
+import numpy as np
+import pytest
+import rigs
+from mathutils import Vector
+
+from conftest import MODULE
+
+SOLVERS_THAT_REACH = ("FABRIK", "JACOBIAN_DLS")
+
+
+def tendon_handlers() -> list[object]:
+    handlers = [
+        *bpy.app.handlers.depsgraph_update_post,
+        *bpy.app.handlers.frame_change_post,
+        *bpy.app.handlers.load_post,
+    ]
+    return [h for h in handlers if "tendon" in getattr(h, "__module__", "")]
+
+
+def test_register_and_unregister_twice() -> None:
+    for _ in range(2):
+        bpy.ops.preferences.addon_disable(module=MODULE)
+        assert not hasattr(bpy.types.Object, "tendon")
+        assert not hasattr(bpy.types.PoseBone, "tendon")
+        assert not hasattr(bpy.types, "TENDON_OT_solve")
+        assert tendon_handlers() == []
+        bpy.ops.preferences.addon_enable(module=MODULE)
+        assert hasattr(bpy.types.Object, "tendon")
+        assert hasattr(bpy.types, "TENDON_OT_solve")
+        assert len(tendon_handlers()) == 3
+    # Still works after the round trips.
+    obj = rigs.chain(3)
+    target = rigs.empty("target", rigs.random_pose_tail(obj, "b2", seed=3))
+    rigs.add_effector(obj, "b2", target)
+    assert bpy.ops.tendon.solve() == {"FINISHED"}
+    assert (rigs.tail_world(obj, "b2") - target.location).length < 1e-4
+
+
+@pytest.mark.parametrize("solver", [*SOLVERS_THAT_REACH, "TWO_BONE"])
+def test_effector_lands_on_its_target(solver: str) -> None:
+    bones = 2 if solver == "TWO_BONE" else 6
+    obj = rigs.chain(bones)
+    end = f"b{bones - 1}"
+    for seed in range(5):
+        target = rigs.empty(f"target{seed}", rigs.random_pose_tail(obj, end, seed=seed))
+        obj.tendon.effectors.clear()
+        rigs.add_effector(obj, end, target)
+        obj.tendon.solver = solver
+        assert bpy.ops.tendon.reset_pose() == {"FINISHED"}
+        assert bpy.ops.tendon.solve() == {"FINISHED"}
+        error = (rigs.tail_world(obj, end) - target.location).length
+        assert error < 1e-4, f"{solver} seed {seed}: {error}"
+        assert "reached" in obj.tendon.status and "not reached" not in obj.tendon.status
+
+
+def test_same_world_pose_whatever_the_rotation_modes() -> None:
+    obj = rigs.chain(5)
+    target = rigs.empty("target", rigs.random_pose_tail(obj, "b4", seed=11))
+    pole = rigs.empty("pole", (2.0, 1.0, 1.0))
+    rigs.add_effector(obj, "b4", target)
+    obj.tendon.effectors[0].pole_target = pole
+    poses = {}
+    for mode in rigs.ROTATION_MODES:
+        rigs.rest_all_channels(obj, mode)
+        bpy.ops.tendon.solve()
+        poses[mode] = rigs.world_matrices(obj)
+        for pose_bone in obj.pose.bones:
+            # Written in the bone's own channels: the other modes' channels stay at rest.
+            if mode != "QUATERNION":
+                assert tuple(pose_bone.rotation_quaternion) == (1.0, 0.0, 0.0, 0.0)
+            if mode not in ("QUATERNION", "AXIS_ANGLE"):
+                assert tuple(pose_bone.rotation_axis_angle) == (0.0, 0.0, 1.0, 0.0)
+    reference = poses["QUATERNION"]
+    tail = reference[4] @ np.array([0.0, obj.pose.bones["b4"].length, 0.0, 1.0])
+    assert (Vector(tail[:3]) - target.location).length < 1e-4
+    for mode, matrices in poses.items():
+        gap = np.abs(matrices - reference).max()
+        assert gap < 1e-5, f"{mode}: world matrices differ by {gap}"
+
+
+def test_euler_values_stay_near_the_current_ones() -> None:
+    obj = rigs.chain(3)
+    for pose_bone in obj.pose.bones:
+        pose_bone.rotation_mode = "XYZ"
+    # A whole turn on X: the same pose as rest, but an animator's value to keep.
+    obj.pose.bones["b0"].rotation_euler = (2 * math.pi, 0.0, 0.0)
+    target = rigs.empty("target", rigs.tail_world(obj, "b2") + Vector((0.0, -0.1, 0.2)))
+    rigs.add_effector(obj, "b2", target)
+    bpy.ops.tendon.solve()
+    x = obj.pose.bones["b0"].rotation_euler.x
+    assert abs(x - 2 * math.pi) < 1.0, f"X jumped to {x}"
+    assert (rigs.tail_world(obj, "b2") - target.location).length < 1e-4
+
+
+@pytest.mark.parametrize("scale", [(2.0, 2.0, 2.0), (1.0, 2.5, 0.5)])
+def test_moved_rotated_and_scaled_armature(scale: tuple[float, float, float]) -> None:
+    obj = rigs.chain(4)
+    obj.location = (1.0, -2.0, 0.5)
+    obj.rotation_euler = (0.3, -0.5, 1.1)
+    obj.scale = scale
+    rigs.update()
+    target = rigs.empty("target", rigs.random_pose_tail(obj, "b3", seed=7))
+    rigs.add_effector(obj, "b3", target)
+    for solver in SOLVERS_THAT_REACH:
+        obj.tendon.solver = solver
+        bpy.ops.tendon.reset_pose()
+        bpy.ops.tendon.solve()
+        error = (rigs.tail_world(obj, "b3") - target.location).length
+        assert error < 1e-4 * max(scale), f"{solver}: {error}"
+
+
+def leg_with_blender_ik(pole_angle: float, pole: tuple[float, float, float]) -> tuple[bpy.types.Object, Vector, Vector]:
+    """A thigh and shin with Blender's IK constraint (target, pole, pole angle); returns the
+    armature and the knee and foot where Blender's own solver puts them."""
+    obj = rigs.armature(
+        "Leg",
+        [
+            ("thigh", None, (0.0, 0.0, 1.0), (0.0, -0.08, 0.52), 0.0),
+            ("shin", "thigh", (0.0, -0.08, 0.52), (0.0, 0.0, 0.05), 0.0),
+        ],
+    )
+    target = rigs.empty("foot.target", (0.15, 0.25, 0.35))
+    pole_object = rigs.empty("knee.pole", pole)
+    constraint = obj.pose.bones["shin"].constraints.new("IK")
+    constraint.target = target
+    constraint.pole_target = pole_object
+    constraint.pole_angle = pole_angle
+    constraint.chain_count = 2
+    rigs.update()
+    knee, foot = rigs.head_world(obj, "shin").copy(), rigs.tail_world(obj, "shin").copy()
+    assert (foot - target.location).length < 1e-3, "Blender's IK reaches"
+    return obj, knee, foot
+
+
+@pytest.mark.parametrize(
+    ("pole_angle", "pole"),
+    [(-math.pi / 2, (0.0, -1.0, 0.6)), (0.0, (1.0, 0.0, 0.6)), (math.pi / 2, (-0.5, 0.8, 0.5)), (0.7, (0.3, 0.5, 0.9))],
+)
+def test_imported_two_bone_ik_matches_blender(pole_angle: float, pole: tuple[float, float, float]) -> None:
+    obj, blender_knee, blender_foot = leg_with_blender_ik(pole_angle, pole)
+    assert bpy.ops.tendon.import_blender_ik() == {"FINISHED"}
+    constraint = obj.pose.bones["shin"].constraints[0]
+    assert constraint.mute
+    effector = obj.tendon.effectors[0]
+    assert (effector.bone, effector.chain_length, effector.pole_angle) == ("shin", 2, pytest.approx(pole_angle))
+    for solver in ("TWO_BONE", *SOLVERS_THAT_REACH):
+        obj.tendon.solver = solver
+        bpy.ops.tendon.reset_pose()
+        bpy.ops.tendon.solve()
+        knee, foot = rigs.head_world(obj, "shin"), rigs.tail_world(obj, "shin")
+        assert (foot - blender_foot).length < 1e-3, f"{solver}: foot {foot} vs Blender's {blender_foot}"
+        assert (knee - blender_knee).length < 1e-3, f"{solver}: knee {knee} vs Blender's {blender_knee}"
+    # Importing again updates the effector rather than adding a second.
+    constraint.mute = False
+    assert bpy.ops.tendon.import_blender_ik() == {"FINISHED"}
+    assert len(obj.tendon.effectors) == 1
+
+
+def test_import_limits_maps_blender_settings() -> None:
+    obj = rigs.chain(3)
+    shin = obj.pose.bones["b1"]
+    limit = shin.constraints.new("LIMIT_ROTATION")
+    limit.owner_space = "LOCAL"
+    limit.use_limit_x, limit.min_x, limit.max_x = True, -0.5, 1.5
+    limit.euler_order = "ZXY"
+    shin.lock_ik_y = True
+    shin.use_ik_limit_x, shin.ik_min_x, shin.ik_max_x = True, -1.0, 1.0
+    shin.ik_stiffness_z = 0.5
+    assert bpy.ops.tendon.import_limits() == {"FINISHED"}
+    limits = shin.tendon
+    assert limits.euler_order == "ZXY"
+    assert limits.use_limit_x and (limits.min_x, limits.max_x) == (pytest.approx(-0.5), pytest.approx(1.0))
+    assert limits.lock_y and not limits.use_limit_z
+    assert limits.rigidity_negative_z == pytest.approx(1.0) and limits.rigidity_positive_z == pytest.approx(1.0)
+    assert not obj.pose.bones["b0"].tendon.use_limit_x
+    # The limits hold in a solve: b1's X angle stays in [-0.5, 1.0], Y stays zero.
+    for pose_bone in obj.pose.bones:
+        pose_bone.rotation_mode = "ZXY"
+    target = rigs.empty("target", (0.0, -1.5, 1.5))
+    rigs.add_effector(obj, "b2", target)
+    for solver in ("FABRIK", "CCD", "JACOBIAN_DLS"):
+        obj.tendon.solver = solver
+        bpy.ops.tendon.reset_pose()
+        bpy.ops.tendon.solve()
+        x, y, _ = shin.rotation_euler
+        assert -0.5 - 1e-3 <= x <= 1.0 + 1e-3, f"{solver}: x = {x}"
+        assert abs(y) < 1e-3, f"{solver}: y = {y}"
+
+
+def test_reset_pose_touches_only_the_chains() -> None:
+    obj = rigs.chain(4)
+    for pose_bone in obj.pose.bones:
+        pose_bone.rotation_quaternion = (0.9, 0.1, 0.3, 0.0)
+        pose_bone.rotation_quaternion.normalize()
+    target = rigs.empty("target", (0.0, 1.0, 1.0))
+    rigs.add_effector(obj, "b3", target, chain_length=2)
+    assert bpy.ops.tendon.reset_pose() == {"FINISHED"}
+    rest = (1.0, 0.0, 0.0, 0.0)
+    assert [tuple(pb.rotation_quaternion) == rest for pb in obj.pose.bones] == [False, False, True, True]
+
+
+def test_add_and_remove_effectors() -> None:
+    obj = rigs.chain(3)
+    rigs.activate(obj)
+    obj.data.bones.active = obj.data.bones["b2"]
+    assert bpy.ops.tendon.add_effector() == {"FINISHED"}
+    effector = obj.tendon.effectors[0]
+    # No selection: a new Empty at the bone's tail.
+    assert effector.target is not None and effector.target.type == "EMPTY"
+    assert (effector.target.matrix_world.translation - rigs.tail_world(obj, "b2")).length < 1e-6
+    assert effector.chain_length == 2
+    # Another selected bone of the same armature becomes the target.
+    rigs.select_bone(obj, "b0")
+    obj.data.bones.active = obj.data.bones["b1"]
+    bpy.ops.tendon.add_effector()
+    assert (obj.tendon.effectors[1].target, obj.tendon.effectors[1].subtarget) == (obj, "b0")
+    obj.tendon.active_effector_index = 0
+    assert bpy.ops.tendon.remove_effector() == {"FINISHED"}
+    assert [e.bone for e in obj.tendon.effectors] == ["b1"]
+
+
+def test_settings_survive_saving_and_reopening(tmp_path: Path) -> None:
+    obj = rigs.chain(3)
+    target = rigs.empty("target", (0.0, 1.0, 1.0))
+    pole = rigs.empty("pole", (1.0, 1.0, 0.0))
+    rigs.add_effector(obj, "b2", target, chain_length=3)
+    settings = obj.tendon
+    settings.solver, settings.iterations, settings.tolerance, settings.damping = "JACOBIAN_DLS", 42, 1e-4, 0.25
+    effector = settings.effectors[0]
+    effector.weight, effector.use_tail, effector.use_rotation, effector.rotation_weight = 0.5, False, True, 0.3
+    effector.pole_target, effector.pole_angle = pole, -1.25
+    limits = obj.pose.bones["b1"].tendon
+    limits.euler_order, limits.lock_y, limits.use_limit_x, limits.min_x, limits.max_x = "YZX", True, True, -0.2, 0.9
+    limits.threshold_negative_z, limits.rigidity_positive_z = 0.7, 3.0
+    path = str(tmp_path / "saved.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    obj = bpy.data.objects["Chain"]
+    settings = obj.tendon
+    assert (settings.solver, settings.iterations, settings.damping) == ("JACOBIAN_DLS", 42, pytest.approx(0.25))
+    assert settings.tolerance == pytest.approx(1e-4)
+    effector = settings.effectors[0]
+    assert (effector.bone, effector.target.name, effector.chain_length) == ("b2", "target", 3)
+    assert (effector.weight, effector.use_tail, effector.use_rotation) == (0.5, False, True)
+    assert effector.rotation_weight == pytest.approx(0.3)
+    assert (effector.pole_target.name, effector.pole_angle) == ("pole", pytest.approx(-1.25))
+    limits = obj.pose.bones["b1"].tendon
+    assert (limits.euler_order, limits.lock_y, limits.use_limit_x) == ("YZX", True, True)
+    assert (limits.min_x, limits.max_x) == (pytest.approx(-0.2), pytest.approx(0.9))
+    assert (limits.threshold_negative_z, limits.rigidity_positive_z) == (pytest.approx(0.7), pytest.approx(3.0))
+
+
+def test_live_mode_follows_a_moving_target() -> None:
+    obj = rigs.chain(4)
+    target = rigs.empty("target", rigs.random_pose_tail(obj, "b3", seed=5))
+    rigs.add_effector(obj, "b3", target)
+    obj.tendon.live = True
+    assert (rigs.tail_world(obj, "b3") - target.location).length < 1e-4
+    for seed in (6, 7):
+        bpy.ops.tendon.reset_pose()
+        target.location = rigs.random_pose_tail(obj, "b3", seed=seed)
+        rigs.update()  # the depsgraph update that re-solves
+        assert (rigs.tail_world(obj, "b3") - target.location).length < 1e-4
+    # Animated target: a frame change re-solves.
+    target.location = (0.0, 2.0, 1.0)
+    target.keyframe_insert("location", frame=1)
+    target.location = (0.5, 1.5, 2.0)
+    target.keyframe_insert("location", frame=10)
+    bpy.context.scene.frame_set(10)
+    assert (rigs.tail_world(obj, "b3") - Vector((0.5, 1.5, 2.0))).length < 1e-4
+    obj.tendon.live = False
+    target.location = (0.0, 2.0, 1.0)
+    rigs.update()
+    assert (rigs.tail_world(obj, "b3") - target.location).length > 0.1, "off means off"
+
+
+# --- Bad input ----------------------------------------------------------------------------
+
+
+def poll_reason(operator: object) -> str:
+    with pytest.raises(RuntimeError) as failure:
+        operator()  # type: ignore[operator]
+    return str(failure.value)
+
+
+def test_disabled_buttons_say_why() -> None:
+    assert "No active object" in poll_reason(bpy.ops.tendon.solve)
+    mesh = rigs.link(bpy.data.objects.new("Mesh", bpy.data.meshes.new("Mesh")))
+    rigs.activate(mesh)
+    assert "'Mesh' is not an armature" in poll_reason(bpy.ops.tendon.solve)
+    obj = rigs.chain(2)
+    assert "Add an effector" in poll_reason(bpy.ops.tendon.solve)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    assert "not in Pose Mode" in poll_reason(bpy.ops.tendon.add_effector)
+    assert obj.mode == "OBJECT"
+
+
+def test_missing_bone_or_target_is_reported_and_the_pose_untouched() -> None:
+    obj = rigs.chain(3)
+    target = rigs.empty("target", (0.0, 1.0, 1.5))
+    rigs.add_effector(obj, "b2", target)
+    before = rigs.world_matrices(obj)
+    obj.tendon.effectors[0].bone = "no_such_bone"
+    with pytest.raises(RuntimeError, match="no bone 'no_such_bone'"):
+        bpy.ops.tendon.solve()
+    assert np.array_equal(rigs.world_matrices(obj), before)
+    obj.tendon.effectors[0].bone = "b2"
+    bpy.data.objects.remove(target)
+    with pytest.raises(RuntimeError, match=r"effector 1 \('b2'\) has no target"):
+        bpy.ops.tendon.solve()
+    assert np.array_equal(rigs.world_matrices(obj), before)
+    # A broken effector beside a good one: the good one is solved, the broken one named.
+    good = rigs.empty("good", rigs.random_pose_tail(obj, "b2", seed=2))
+    obj.tendon.effectors[0].target = good
+    broken = obj.tendon.effectors.add()
+    broken.bone, broken.target = "gone", good
+    assert bpy.ops.tendon.solve() == {"FINISHED"}
+    assert (rigs.tail_world(obj, "b2") - good.location).length < 1e-4
+
+
+def test_chain_longer_than_the_hierarchy_solves_up_to_the_root() -> None:
+    obj = rigs.chain(3)
+    target = rigs.empty("target", rigs.random_pose_tail(obj, "b2", seed=9))
+    rigs.add_effector(obj, "b2", target, chain_length=12)
+    assert bpy.ops.tendon.solve() == {"FINISHED"}
+    assert (rigs.tail_world(obj, "b2") - target.location).length < 1e-4
+
+
+def test_degenerate_targets_never_write_nan() -> None:
+    obj = rigs.chain(3)
+    # A target on the root's head, and one at the end of the straight chain: no NaN, and
+    # the reachable one is reached.
+    for location in [(0.0, 0.0, 0.0), tuple(rigs.tail_world(obj, "b2")), (0.0, 1e6, 0.0)]:
+        target = rigs.empty("target", location)
+        obj.tendon.effectors.clear()
+        rigs.add_effector(obj, "b2", target)
+        obj.tendon.effectors[0].pole_target = target  # a pole on the target itself
+        for solver in ("FABRIK", "CCD", "JACOBIAN_DLS", "JACOBIAN_TRANSPOSE", "TWO_BONE"):
+            obj.tendon.solver = solver
+            bpy.ops.tendon.solve()
+            assert np.isfinite(rigs.world_matrices(obj)).all(), f"{solver} at {location}"
+
+
+def test_zero_length_bone_is_named() -> None:
+    obj = rigs.chain(2)
+    target = rigs.empty("target", (0.0, 1.0, 1.0))
+    rigs.add_effector(obj, "b1", target)
+    # Blender itself drops a bone shrunk to zero length when leaving Edit Mode.
+    bpy.ops.object.mode_set(mode="EDIT")
+    edit_bone = obj.data.edit_bones["b1"]
+    edit_bone.tail = edit_bone.head
+    bpy.ops.object.mode_set(mode="POSE")
+    if "b1" not in obj.data.bones:
+        with pytest.raises(RuntimeError, match="no bone 'b1'"):
+            bpy.ops.tendon.solve()
+    else:
+        bpy.ops.tendon.solve()
+        assert np.isfinite(rigs.world_matrices(obj)).all()
+        assert "zero length" in obj.tendon.status or obj.data.bones["b1"].length > 0
+
+
+def test_linked_armature_is_refused(tmp_path: Path) -> None:
+    obj = rigs.chain(2, name="Linked")
+    library = str(tmp_path / "library.blend")
+    bpy.ops.object.mode_set(mode="OBJECT")
+    bpy.ops.wm.save_as_mainfile(filepath=library)
+    bpy.ops.wm.read_homefile(use_empty=True)
+    with bpy.data.libraries.load(library, link=True) as (source, linked):
+        linked.objects = ["Linked"]
+    obj = rigs.link(linked.objects[0])
+    bpy.context.view_layer.objects.active = obj
+    assert obj.library is not None
+    assert "linked from" in poll_reason(bpy.ops.tendon.solve)
+    assert "linked from" in poll_reason(bpy.ops.tendon.import_blender_ik)
