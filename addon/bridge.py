@@ -280,8 +280,8 @@ def effector_goal(
             f"{label}: chain length {chain_length} is longer than the {depth} bones up to the root; using {depth}"
         )
         chain_length = 0
-    if effector.use_tail and entry.lengths[bone] <= 1e-6:
-        warnings.append(f"{label}: bone '{effector.bone}' has zero length, so its tail is its head")
+    if effector.use_tail and entry.lengths[bone] <= 1e-5 * float(entry.lengths.max()):
+        warnings.append(f"{label}: bone '{effector.bone}' has (almost) zero length, so its tail is its head")
     target = to_armature @ target_world_matrix(effector.target, effector.subtarget, label)
     arguments: dict[str, Any] = {
         "weight": effector.weight,
@@ -352,6 +352,10 @@ class SolveOutcome:
             f"{self.iterations} iteration(s); {self.bones_written} bone(s) posed "
             f"in {self.seconds * 1000:.2f} ms"
         )
+
+    def status(self) -> str:
+        """The summary and the warnings, for the panel's status line."""
+        return "; ".join([self.summary(), *self.warnings])
 
 
 def solve(obj: bpy.types.Object) -> SolveOutcome:
@@ -486,7 +490,7 @@ def live_update(scene: bpy.types.Scene, force: bool = False) -> None:
             started = time.perf_counter()
             try:
                 outcome = solve(obj)
-                status = "Live: " + outcome.summary()
+                status = "Live: " + outcome.status()
             except TendonUserError as problem:
                 status = f"Live: {problem}"
             live_timings[key] = time.perf_counter() - started

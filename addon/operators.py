@@ -37,7 +37,7 @@ def report_outcome(operator: Operator, obj: bpy.types.Object, outcome: bridge.So
     for warning in outcome.warnings:
         operator.report({"WARNING"}, warning)
     operator.report({"INFO"} if outcome.reached else {"WARNING"}, outcome.summary())
-    obj.tendon.status = outcome.summary()
+    obj.tendon.status = outcome.status()
 
 
 class TENDON_OT_solve(Operator):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import bpy
 import numpy as np
@@ -119,3 +121,59 @@ def add_effector(obj: bpy.types.Object, bone: str, target: bpy.types.Object, cha
     assert bpy.ops.tendon.add_effector(chain_length=chain_length) == {"FINISHED"}
     effector = obj.tendon.effectors[obj.tendon.active_effector_index]
     assert effector.bone == bone and effector.target == target
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+#: Effectors of the humanoid: bone, chain length.
+HUMANOID_EFFECTORS = (("hand.L", 3), ("hand.R", 3), ("shin.L", 2), ("shin.R", 2), ("head", 2))
+
+
+def humanoid(name: str = "Humanoid") -> bpy.types.Object:
+    """The 50-bone humanoid with a tail of tests/fixtures/humanoid.json as a Blender
+    armature, left active in Pose Mode."""
+    import tendon  # the wheel the add-on zip installed
+
+    rig = tendon.Rig.from_json((FIXTURES / "humanoid.json").read_text())
+    rest = rig.forward_kinematics(rig.rest_rotations())
+    description = json.loads(rig.to_json())["bones"]
+    data = bpy.data.armatures.new(name)
+    obj = link(bpy.data.objects.new(name, data))
+    activate(obj)
+    bpy.ops.object.mode_set(mode="EDIT")
+    for bone, matrix in zip(description, rest, strict=True):
+        edit_bone = data.edit_bones.new(bone["name"])
+        edit_bone.head, edit_bone.tail = (0.0, 0.0, 0.0), (0.0, bone["length"], 0.0)
+        edit_bone.matrix = Matrix(matrix.tolist())
+        if bone["parent"]:
+            edit_bone.parent = data.edit_bones[bone["parent"]]
+    bpy.ops.object.mode_set(mode="POSE")
+    return obj
+
+
+def humanoid_targets(obj: bpy.types.Object, seed: int) -> list[bpy.types.Object]:
+    """Empties at the effector points of a random pose of the humanoid, one effector each."""
+    rng = np.random.default_rng(seed)
+    moved = set()
+    for bone, chain_length in HUMANOID_EFFECTORS:
+        pose_bone = obj.pose.bones[bone]
+        for _ in range(chain_length):
+            moved.add(pose_bone.name)
+            pose_bone = pose_bone.parent
+    # Only the chains move, so every target is within its chain's reach.
+    for pose_bone in obj.pose.bones:
+        pose_bone.rotation_mode = "QUATERNION"
+        if pose_bone.name in moved:
+            axis = Vector(rng.normal(size=3)).normalized()
+            pose_bone.rotation_quaternion = Matrix.Rotation(0.6 * rng.uniform(-1, 1), 3, axis).to_quaternion()
+    points = [tail_world(obj, bone).copy() for bone, _ in HUMANOID_EFFECTORS]
+    for pose_bone in obj.pose.bones:
+        pose_bone.rotation_quaternion = (1, 0, 0, 0)
+    update()
+    targets = []
+    for (bone, chain_length), point in zip(HUMANOID_EFFECTORS, points, strict=True):
+        target = empty(f"{bone}.target", point)
+        effector = obj.tendon.effectors.add()
+        effector.bone, effector.target, effector.chain_length = bone, target, chain_length
+        targets.append(target)
+    return targets
