@@ -16,6 +16,8 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
+from . import bake
+
 if TYPE_CHECKING:
     from types import ModuleType
 
@@ -445,6 +447,293 @@ def reset_chains(obj: bpy.types.Object) -> int:
     return len(bones)
 
 
+# --- Baking -------------------------------------------------------------------------------
+
+
+@dataclass
+class BakeSettings:
+    """What `Baker` bakes and where the keys go."""
+
+    frame_start: int
+    frame_end: int
+    step: int = 1
+    #: Key every bone (True) or only the bones the effectors' chains move.
+    all_bones: bool = False
+    #: Keys go into a new action (a copy of the current one) or replace the baked range
+    #: and channels of the current action.
+    new_action: bool = True
+    #: Each frame starts from the previous frame's solution (True) or from the animated pose.
+    path_dependent: bool = True
+    interpolation: str = "LINEAR"
+
+
+@dataclass
+class BakeOutcome:
+    frames: int
+    bones: int
+    keys: int
+    seconds: float
+    sampling: str
+    frames_reached: int
+    largest_error: float
+    action: str
+    warnings: list[str]
+
+    def summary(self) -> str:
+        return (
+            f"Baked {self.frames} frame(s) of {self.bones} bone(s) into '{self.action}': {self.keys} keys "
+            f"in {self.seconds:.2f} s ({self.sampling}); targets reached on {self.frames_reached} frame(s), "
+            f"largest error {self.largest_error:.2g}"
+        )
+
+
+#: Frames sampled per step when the scene is evaluated frame by frame (a progress tick).
+SAMPLE_CHUNK = 25
+
+
+class Baker:
+    """Bakes an armature's effectors over a frame range, in steps the UI can show and
+    cancel: `step()` samples the targets (and, when needed, the animated pose) a chunk of
+    frames at a time, `finish()` solves every frame in one native call and writes the keys,
+    `cancel()` puts the scene back. Nothing in the file changes before `finish()`."""
+
+    def __init__(self, scene: bpy.types.Scene, obj: bpy.types.Object, settings: BakeSettings) -> None:
+        problem = armature_problem(obj, need_pose_mode=False)
+        if problem:
+            raise TendonUserError(problem)
+        if settings.step < 1:
+            raise TendonUserError(f"Frame step {settings.step} must be at least 1")
+        self.frames = np.arange(settings.frame_start, settings.frame_end + 1, settings.step)
+        if len(self.frames) == 0:
+            raise TendonUserError(f"Frame range {settings.frame_start} to {settings.frame_end} is empty")
+        self.started = time.perf_counter()
+        self.scene, self.obj, self.settings = scene, obj, settings
+        self.original_frame = (scene.frame_current, scene.frame_subframe)
+        self.entry = read_rig(obj)
+        self.found = build_goals(obj, self.entry)
+        if not self.found.goals:
+            reasons = "; ".join(self.found.warnings) or "add an effector first"
+            raise TendonUserError(f"Armature '{obj.name}' has no effector to bake: {reasons}")
+        self.solver = solver_for(obj.tendon)
+        chains: set[int] = set()
+        for bone, chain_length in self.found.chains:
+            chains.update(chain_bones(self.entry, bone, chain_length))
+        self.keyed = list(range(len(self.entry.names))) if settings.all_bones else sorted(chains)
+        affecting = set()
+        for bone in chains:
+            affecting.update(chain_bones(self.entry, bone, 0))
+        self.slow_reason = self.needs_scene_evaluation(affecting)
+        frames, goals, n = len(self.frames), len(self.found.goals), len(self.entry.names)
+        effectors = [obj.tendon.effectors[i] for i in self.found.effectors]
+        self.effectors = effectors
+        self.targets = np.zeros((frames, goals, 3), np.float32)
+        self.uses_rotation = any(g.rotation is not None for g in self.found.goals)
+        self.uses_pole = any(g.pole is not None for g in self.found.goals)
+        self.rotation_targets = np.tile(np.array([1, 0, 0, 0], np.float32), (frames, goals, 1))
+        self.poles = np.zeros((frames, goals, 3), np.float32)
+        self.per_frame_pose = self.slow_reason is not None
+        if self.per_frame_pose:
+            self.basis = np.empty((frames, n * 16), np.float32)
+        self.static_pose = read_pose(obj, self.entry)
+        self.sampled = 0
+
+    # The fast path reads target F-curves directly; anything it cannot see through (parents,
+    # constraints, drivers, NLA, animated chains) makes the bake evaluate the scene per frame.
+    def needs_scene_evaluation(self, affecting: set[int]) -> str | None:
+        obj = self.obj
+        if obj.parent is not None or len(obj.constraints):
+            return f"armature '{obj.name}' has a parent or constraints"
+        reason = animation_reason(obj, allowed_paths=())
+        if reason:
+            animated_bones = animated_pose_bones(obj)
+            names = {self.entry.names[i] for i in affecting}
+            if reason != "pose bones" or (self.settings.all_bones and animated_bones) or animated_bones & names:
+                return f"armature '{obj.name}' is animated ({reason})"
+        for position in self.found.effectors:
+            effector = obj.tendon.effectors[position]
+            for target, subtarget in target_objects(effector):
+                if subtarget and target.type == "ARMATURE":
+                    return f"a target is the bone '{subtarget}'"
+                if target.parent is not None or len(target.constraints):
+                    return f"target '{target.name}' has a parent or constraints"
+                if (
+                    any(target.delta_location)
+                    or any(target.delta_rotation_euler)
+                    or target.delta_scale[:]
+                    != (
+                        1.0,
+                        1.0,
+                        1.0,
+                    )
+                ):
+                    return f"target '{target.name}' has delta transforms"
+                allowed = ("location",) if not effector.use_rotation else ("location", "scale")
+                reason = animation_reason(target, allowed_paths=allowed)
+                if reason:
+                    return f"target '{target.name}' is animated ({reason})"
+        return None
+
+    @property
+    def sampling(self) -> str:
+        if self.slow_reason:
+            return f"scene evaluated per frame: {self.slow_reason}"
+        return "target F-curves read directly"
+
+    def step(self) -> float:
+        """Samples the next chunk of frames; returns the fraction sampled so far."""
+        with live_suspended():
+            if self.per_frame_pose:
+                self.sample_scene(self.sampled, min(self.sampled + SAMPLE_CHUNK, len(self.frames)))
+            else:
+                self.sample_fcurves()
+        return self.sampled / len(self.frames)
+
+    def sample_fcurves(self) -> None:
+        to_armature = np.array(self.obj.matrix_world.inverted_safe(), np.float32)
+        for k, effector in enumerate(self.effectors):
+            goal = self.found.goals[k]
+            self.targets[:, k] = (
+                object_locations(effector.target, self.frames) @ to_armature[:3, :3].T + to_armature[:3, 3]
+            )
+            if goal.rotation is not None:
+                self.rotation_targets[:, k] = goal.rotation
+            if goal.pole is not None:
+                pole = object_locations(effector.pole_target, self.frames)
+                self.poles[:, k] = pole @ to_armature[:3, :3].T + to_armature[:3, 3]
+        self.sampled = len(self.frames)
+
+    def sample_scene(self, first: int, end: int) -> None:
+        obj, scene = self.obj, self.scene
+        for t in range(first, end):
+            scene.frame_set(int(self.frames[t]))
+            to_armature = obj.matrix_world.inverted_safe()
+            for k, effector in enumerate(self.effectors):
+                goal = self.found.goals[k]
+                label = effector_label(self.found.effectors[k], effector.bone)
+                matrix = to_armature @ target_world_matrix(effector.target, effector.subtarget, label)
+                self.targets[t, k] = matrix.translation
+                if goal.rotation is not None:
+                    self.rotation_targets[t, k] = matrix.to_quaternion()
+                if goal.pole is not None:
+                    pole = to_armature @ target_world_matrix(effector.pole_target, effector.pole_subtarget, label)
+                    self.poles[t, k] = pole.translation
+            obj.pose.bones.foreach_get("matrix_basis", self.basis[t])
+        self.sampled = end
+
+    def solve(self) -> Any:
+        tendon = native()
+        n = len(self.entry.names)
+        frames = len(self.frames)
+        extra: dict[str, Any] = {}
+        if self.uses_rotation:
+            extra["rotation_targets"] = self.rotation_targets
+        if self.uses_pole:
+            extra["poles"] = self.poles
+        if self.per_frame_pose:
+            matrices = self.basis.reshape(frames * n, 4, 4)
+            rotations, translations, scales = tendon.matrices_to_transforms(matrices, column_major=True)
+            pose = (rotations.reshape(frames, n, 4), translations.reshape(frames, n, 3), scales.reshape(frames, n, 3))
+            if not self.entry.pose_in_order:
+                pose = tuple(array[:, self.entry.pose_order] for array in pose)
+        else:
+            pose = self.static_pose
+        try:
+            return self.solver.solve_frames(
+                self.entry.rig,
+                self.found.goals,
+                self.targets,
+                *pose,
+                warm=self.settings.path_dependent,
+                **extra,
+            )
+        except tendon.TendonError as error:
+            raise TendonUserError(f"Armature '{self.obj.name}': {error}") from error
+
+    def finish(self) -> BakeOutcome:
+        """Solves every frame in one call and writes the keys."""
+        while self.sampled < len(self.frames):
+            self.step()
+        if self.per_frame_pose:
+            self.restore_frame()
+        result = self.solve()
+        solved = result.rotations
+        if not np.isfinite(solved).all():
+            raise TendonUserError(
+                f"Armature '{self.obj.name}': the solver produced non-finite rotations; nothing baked"
+            )
+        obj, tendon = self.obj, native()
+        action, slot, _old = bake.prepare_action(obj, self.settings.new_action)
+        frames = self.frames.astype(np.float32)
+        span = (float(self.frames[0]), float(self.frames[-1]))
+        keys = 0
+        for bone in self.keyed:
+            pose_bone = obj.pose.bones[int(self.entry.pose_order[bone])]
+            mode = pose_bone.rotation_mode
+            previous = np.array([rotation_channels_of(pose_bone, mode)], np.float32)
+            channels = tendon.rotation_channels(solved[:, bone], mode, previous, series=True)
+            keys += bake.write_bone_channels(
+                action, slot, pose_bone.name, mode, frames, channels, self.settings.interpolation, span
+            )
+        self.restore_frame()
+        return BakeOutcome(
+            frames=len(self.frames),
+            bones=len(self.keyed),
+            keys=keys,
+            seconds=time.perf_counter() - self.started,
+            sampling=self.sampling,
+            frames_reached=int(np.count_nonzero(result.reached)),
+            largest_error=float(result.residual.max()),
+            action=action.name,
+            warnings=self.found.warnings,
+        )
+
+    def restore_frame(self) -> None:
+        with live_suspended():
+            self.scene.frame_set(self.original_frame[0], subframe=self.original_frame[1])
+
+    def cancel(self) -> None:
+        """Leaves the scene as it was (nothing was written)."""
+        if self.per_frame_pose and self.sampled:
+            self.restore_frame()
+
+
+def animated_pose_bones(obj: bpy.types.Object) -> set[str]:
+    """Names of the pose bones the object's action animates."""
+    names = set()
+    for fcurve in bake.fcurves_of(obj) or ():
+        if fcurve.data_path.startswith('pose.bones["'):
+            names.add(fcurve.data_path[len('pose.bones["') :].split('"]', 1)[0])
+    return names
+
+
+def animation_reason(id_data: bpy.types.ID, allowed_paths: tuple[str, ...]) -> str | None:
+    """Why `id_data`'s animation is more than F-curves on `allowed_paths` of its own
+    action ("pose bones" when the only extra curves animate pose bones), or None."""
+    anim = id_data.animation_data
+    if anim is None:
+        return None
+    if len(anim.drivers):
+        return "drivers"
+    if any(not track.mute for track in anim.nla_tracks):
+        return "NLA tracks"
+    other = [fc.data_path for fc in bake.fcurves_of(id_data) or () if fc.data_path not in allowed_paths]
+    if not other:
+        return None
+    if all(path.startswith("pose.bones[") for path in other):
+        return "pose bones"
+    return f"'{other[0]}'"
+
+
+def object_locations(obj: bpy.types.Object, frames: np.ndarray) -> np.ndarray:
+    """An unparented object's location at each frame, (frames, 3), from its F-curves."""
+    locations = np.tile(np.array(obj.location, np.float32), (len(frames), 1))
+    for axis in range(3):
+        fcurve = bake.find_fcurve(obj, "location", axis)
+        if fcurve is not None:
+            locations[:, axis] = [fcurve.evaluate(float(frame)) for frame in frames]
+    return locations
+
+
 # --- Live mode ----------------------------------------------------------------------------
 
 _live_signatures: dict[int, tuple[float, ...]] = {}
@@ -498,6 +787,19 @@ def live_update(scene: bpy.types.Scene, force: bool = False) -> None:
                 obj.tendon.status = status
     finally:
         _live_busy = False
+
+
+class live_suspended:  # noqa: N801 (used as a context manager, like a function)
+    """Live mode does nothing inside this block (baking changes frames on purpose)."""
+
+    def __enter__(self) -> None:
+        global _live_busy
+        self.was_busy = _live_busy
+        _live_busy = True
+
+    def __exit__(self, *_exc: object) -> None:
+        global _live_busy
+        _live_busy = self.was_busy
 
 
 @bpy.app.handlers.persistent

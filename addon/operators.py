@@ -5,7 +5,7 @@ and resetting the pose. Each has a poll that says what is missing, reports, and 
 from typing import Any, ClassVar
 
 import bpy
-from bpy.props import IntProperty
+from bpy.props import EnumProperty, IntProperty
 from bpy.types import Context, Operator
 
 from . import bridge
@@ -310,8 +310,131 @@ class TENDON_OT_reset_pose(Operator):
         return {"FINISHED"}
 
 
+class TENDON_OT_bake(Operator):
+    """Bake the effectors' solution onto an action, frame by frame (Esc cancels)"""
+
+    bl_idname = "tendon.bake"
+    bl_label = "Bake IK"
+    bl_options: ClassVar[set[str]] = {"REGISTER", "UNDO"}
+
+    frame_start: IntProperty(name="Start", description="First frame to bake (default: the scene's)", min=-1048574)
+    frame_end: IntProperty(name="End", description="Last frame to bake (default: the scene's)", min=-1048574)
+    step: IntProperty(name="Step", default=1, min=1, max=1000, description="Key every this many frames")
+    bones: EnumProperty(
+        name="Bones",
+        items=[
+            ("CHAINS", "Effector Chains", "Key the bones the effectors move"),
+            ("ALL", "All Bones", "Key every bone's rotation"),
+        ],
+        default="CHAINS",
+    )
+    destination: EnumProperty(
+        name="Keys Into",
+        items=[
+            (
+                "NEW_ACTION",
+                "New Action",
+                "A copy of the current action with the baked range replaced; the old one is kept",
+            ),
+            ("REPLACE", "Replace Range", "Replace the baked range of the baked channels in the current action"),
+        ],
+        default="NEW_ACTION",
+    )
+    start_from: EnumProperty(
+        name="Start From",
+        items=[
+            ("PREVIOUS", "Previous Frame", "Each frame starts from the previous frame's solution (smooth, fast)"),
+            ("ANIMATED", "Animated Pose", "Each frame starts from the animated pose (frames independent)"),
+        ],
+        default="PREVIOUS",
+    )
+    interpolation: EnumProperty(
+        name="Interpolation",
+        items=[
+            ("LINEAR", "Linear", "Straight lines between keys"),
+            ("CONSTANT", "Constant", "Hold each key until the next"),
+            ("BEZIER", "Bezier", "Smooth curves with automatic handles"),
+        ],
+        default="LINEAR",
+    )
+
+    _baker: Any = None
+    _timer: Any = None
+
+    @classmethod
+    def poll(cls, context: Context) -> bool:
+        return has_effectors(cls, context)
+
+    def settings(self, context: Context) -> bridge.BakeSettings:
+        scene = context.scene
+        return bridge.BakeSettings(
+            frame_start=self.frame_start if self.properties.is_property_set("frame_start") else scene.frame_start,
+            frame_end=self.frame_end if self.properties.is_property_set("frame_end") else scene.frame_end,
+            step=self.step,
+            all_bones=self.bones == "ALL",
+            new_action=self.destination == "NEW_ACTION",
+            path_dependent=self.start_from == "PREVIOUS",
+            interpolation=self.interpolation,
+        )
+
+    def execute(self, context: Context) -> set[str]:
+        try:
+            baker = bridge.Baker(context.scene, context.active_object, self.settings(context))
+            outcome = baker.finish()
+        except bridge.TendonUserError as problem:
+            self.report({"ERROR"}, str(problem))
+            return {"CANCELLED"}
+        return self.report_outcome(context, outcome)
+
+    def invoke(self, context: Context, _event: Any) -> set[str]:
+        try:
+            self._baker = bridge.Baker(context.scene, context.active_object, self.settings(context))
+        except bridge.TendonUserError as problem:
+            self.report({"ERROR"}, str(problem))
+            return {"CANCELLED"}
+        window_manager = context.window_manager
+        self._timer = window_manager.event_timer_add(0.001, window=context.window)
+        window_manager.progress_begin(0, 100)
+        window_manager.modal_handler_add(self)
+        return {"RUNNING_MODAL"}
+
+    def modal(self, context: Context, event: Any) -> set[str]:
+        if event.type == "ESC":
+            self._baker.cancel()
+            self.stop(context)
+            self.report({"WARNING"}, "Bake cancelled; nothing was changed")
+            return {"CANCELLED"}
+        if event.type != "TIMER":
+            return {"RUNNING_MODAL"}
+        try:
+            done = self._baker.step()
+            context.window_manager.progress_update(int(90 * done))
+            if done < 1.0:
+                return {"RUNNING_MODAL"}
+            outcome = self._baker.finish()
+        except bridge.TendonUserError as problem:
+            self._baker.cancel()
+            self.stop(context)
+            self.report({"ERROR"}, str(problem))
+            return {"CANCELLED"}
+        self.stop(context)
+        return self.report_outcome(context, outcome)
+
+    def stop(self, context: Context) -> None:
+        context.window_manager.event_timer_remove(self._timer)
+        context.window_manager.progress_end()
+
+    def report_outcome(self, context: Context, outcome: bridge.BakeOutcome) -> set[str]:
+        for warning in outcome.warnings:
+            self.report({"WARNING"}, warning)
+        self.report({"INFO"}, outcome.summary())
+        context.active_object.tendon.status = outcome.summary()
+        return {"FINISHED"}
+
+
 classes = (
     TENDON_OT_solve,
+    TENDON_OT_bake,
     TENDON_OT_add_effector,
     TENDON_OT_remove_effector,
     TENDON_OT_import_blender_ik,

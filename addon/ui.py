@@ -43,7 +43,9 @@ class TENDON_PT_main(TendonPanel, Panel):
         row.scale_y = 1.4
         row.operator("tendon.solve", icon="CON_KINEMATIC")
         row.prop(settings, "live", toggle=True, icon="PLAY" if not settings.live else "PAUSE")
-        layout.operator("tendon.reset_pose", icon="LOOP_BACK")
+        row = layout.row(align=True)
+        row.operator("tendon.reset_pose", icon="LOOP_BACK")
+        row.operator("tendon.bake", icon="ACTION")
         if settings.status:
             layout.label(text=settings.status)
         if not bridge.solver_defaults("FABRIK"):

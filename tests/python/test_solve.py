@@ -239,3 +239,36 @@ def test_goal_pole_angle() -> None:
     goal = tendon.Goal("a", (0, 0, 0), pole=(1, 0, 0), pole_angle=-1.5)
     assert goal.pole_angle == pytest.approx(-1.5)
     assert tendon.Goal("a", (0, 0, 0)).pole_angle is None
+
+
+def test_solve_frames_with_animated_poses_rotation_targets_and_poles() -> None:
+    rig = bent_chain(4)
+    solver = tendon.Solver("jacobian_dls")
+    rng = np.random.default_rng(8)
+    frames = 6
+    poses = np.stack([random_rotations(rng, 4, 0.3) for _ in range(frames)]).astype(np.float32)
+    targets = np.stack([[tail(rig, random_rotations(rng, 4, 0.6), 3, 1.0 - 0.1 * 3)] for _ in range(frames)])
+    rotation = np.array([1.0, 0.0, 0.0, 0.0], np.float32)
+    goal = tendon.Goal("b3", targets[0, 0], chain_length=2, rotation=rotation, rotation_weight=0.2)
+    twists = np.stack([[[np.cos(a / 2), 0.0, np.sin(a / 2), 0.0]] for a in np.linspace(0, 1, frames)])
+    for warm in (False, True):
+        batch = solver.solve_frames(
+            rig, [goal], targets.astype(np.float32), poses, warm=warm, rotation_targets=twists.astype(np.float32)
+        )
+        previous = None
+        for f in range(frames):
+            moved = tendon.Goal(
+                "b3", targets[f, 0], chain_length=2, rotation=twists[f, 0], rotation_weight=0.2
+            )
+            start = poses[f].copy()
+            if warm and previous is not None:
+                # Bones the last frame's solve turned start from its solution.
+                turned = np.abs(previous.rotations - previous_start).max(axis=1) > 0
+                start[turned] = previous.rotations[turned]
+            single = solver.solve(rig, [moved], start)
+            np.testing.assert_array_equal(batch.rotations[f], single.rotations)
+            # Bones outside the chain keep the frame's animated rotation.
+            np.testing.assert_array_equal(batch.rotations[f, :2], poses[f, :2])
+            previous, previous_start = single, start
+    with pytest.raises(tendon.ShapeError, match="poles"):
+        solver.solve_frames(rig, [goal], targets.astype(np.float32), poles=np.zeros((2, 1, 3)))

@@ -610,6 +610,7 @@ struct Solver {
     start: Pose,
     out: Pose,
     scratch: Vec<f32>,
+    frames: FrameData,
 }
 
 fn config_json(config: &SolverConfig) -> serde_json::Value {
@@ -664,6 +665,7 @@ impl Solver {
             start: Pose::rest(0),
             out: Pose::rest(0),
             scratch: Vec::new(),
+            frames: FrameData::default(),
         })
     }
 
@@ -730,9 +732,13 @@ impl Solver {
     }
 
     /// Solves a frame range in one call: `targets` (frames, goals, 3) replaces each goal's
-    /// target frame by frame. With `warm`, each frame starts from the previous frame's
-    /// solution (path-dependent, fast); otherwise every frame starts from the given pose.
-    #[pyo3(signature = (rig, goals, targets, rotations = None, translations = None, scales = None, warm = true))]
+    /// target frame by frame. The start pose is one pose ((n, 4) rotations, (n, 3)
+    /// translations and scales) or one per frame ((frames, n, 4) and (frames, n, 3): the
+    /// animated pose). With `warm`, the bones the previous frame's solve turned start from
+    /// that solution (path-dependent, fast) and the others from the frame's pose; otherwise
+    /// every frame starts from its pose. `rotation_targets` (frames, goals, 4) and `poles`
+    /// (frames, goals, 3) move the rotation targets and poles of the goals that have them.
+    #[pyo3(signature = (rig, goals, targets, rotations = None, translations = None, scales = None, warm = true, *, rotation_targets = None, poles = None))]
     #[allow(clippy::too_many_arguments)]
     fn solve_frames<'py>(
         &mut self,
@@ -744,10 +750,22 @@ impl Solver {
         translations: Option<&Bound<'py, PyAny>>,
         scales: Option<&Bound<'py, PyAny>>,
         warm: bool,
+        rotation_targets: Option<&Bound<'py, PyAny>>,
+        poles: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<FramesResult> {
         let rig = &rig.rig;
-        let (frame_targets, frames) =
-            self.prepare_frames(rig, &goals, targets, rotations, translations, scales)?;
+        let frames = self.prepare_frames(
+            rig,
+            &goals,
+            targets,
+            FrameInputs {
+                rotations,
+                translations,
+                scales,
+                rotation_targets,
+                poles,
+            },
+        )?;
         let n = rig.len();
         let mut reports = vec![SolveReport::default(); frames];
         // The result array itself is the output buffer: no zeroed copy to fill and copy over.
@@ -761,11 +779,12 @@ impl Solver {
         let rotations_out = unsafe {
             std::slice::from_raw_parts_mut(buffer.buf_ptr().cast::<f32>(), frames * n * 4)
         };
-        let (solver, start, out, goals) = (
+        let (solver, start, out, goals, data) = (
             &mut self.solver,
             &self.start,
             &mut self.out,
             &mut self.goals,
+            &self.frames,
         );
         py.detach(|| {
             guarded(|| {
@@ -774,7 +793,7 @@ impl Solver {
                     rig,
                     start,
                     goals,
-                    &frame_targets,
+                    data,
                     warm,
                     out,
                     rotations_out,
@@ -843,15 +862,22 @@ impl Solver {
         warm: bool,
     ) -> PyResult<f64> {
         let rig = &rig.rig;
-        let (frame_targets, frames) =
-            self.prepare_frames(rig, &goals, targets, None, None, None)?;
+        let inputs = FrameInputs {
+            rotations: None,
+            translations: None,
+            scales: None,
+            rotation_targets: None,
+            poles: None,
+        };
+        let frames = self.prepare_frames(rig, &goals, targets, inputs)?;
         let mut rotations = vec![0.0f32; frames * rig.len() * 4];
         let mut reports = vec![SolveReport::default(); frames];
-        let (solver, start, out, goals) = (
+        let (solver, start, out, goals, data) = (
             &mut self.solver,
             &self.start,
             &mut self.out,
             &mut self.goals,
+            &self.frames,
         );
         py.detach(|| {
             guarded(|| {
@@ -862,7 +888,7 @@ impl Solver {
                         rig,
                         start,
                         goals,
-                        &frame_targets,
+                        data,
                         warm,
                         out,
                         &mut rotations,
@@ -876,25 +902,62 @@ impl Solver {
 }
 
 impl Solver {
-    /// `prepare`, plus the frame range's targets (frames x goals x 3) and its frame count.
+    /// Reads a frame range's inputs into `self.frames` (and the start pose and goals);
+    /// returns the number of frames.
     fn prepare_frames(
         &mut self,
         rig: &CoreRig,
         goals: &[PyRef<'_, Goal>],
         targets: &Bound<'_, PyAny>,
-        rotations: Option<&Bound<'_, PyAny>>,
-        translations: Option<&Bound<'_, PyAny>>,
-        scales: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<(Vec<f32>, usize)> {
-        self.prepare(rig, goals, rotations, translations, scales)?;
-        let mut frame_targets = Vec::new();
-        let shape = read_f32(
-            targets,
-            "targets",
-            &[ANY, goals.len(), 3],
-            &mut frame_targets,
-        )?;
-        Ok((frame_targets, shape[0]))
+        inputs: FrameInputs<'_, '_>,
+    ) -> PyResult<usize> {
+        // The pose and goals first: `prepare` borrows all of `self`.
+        let per_frame = match inputs.rotations {
+            Some(r) => ndim(r)? == 3,
+            None => false,
+        };
+        if per_frame {
+            self.prepare(rig, goals, None, None, None)?;
+        } else {
+            self.prepare(
+                rig,
+                goals,
+                inputs.rotations,
+                inputs.translations,
+                inputs.scales,
+            )?;
+        }
+        let k = goals.len();
+        let data = &mut self.frames;
+        let frames = read_f32(targets, "targets", &[ANY, k, 3], &mut data.targets)?[0];
+        data.per_frame_pose = per_frame;
+        if per_frame {
+            let n = rig.len();
+            let rotations = inputs.rotations.expect("per-frame poses have rotations");
+            read_f32(rotations, "rotations", &[frames, n, 4], &mut data.rotations)?;
+            read_frame_vectors(
+                inputs.translations,
+                "translations",
+                [frames, n],
+                0.0,
+                &mut data.translations,
+            )?;
+            read_frame_vectors(inputs.scales, "scales", [frames, n], 1.0, &mut data.scales)?;
+        }
+        data.rotation_targets.clear();
+        if let Some(r) = inputs.rotation_targets {
+            read_f32(
+                r,
+                "rotation_targets",
+                &[frames, k, 4],
+                &mut data.rotation_targets,
+            )?;
+        }
+        data.poles.clear();
+        if let Some(p) = inputs.poles {
+            read_f32(p, "poles", &[frames, k, 3], &mut data.poles)?;
+        }
+        Ok(frames)
     }
 
     /// Reads the start pose and resolves the goals into this solver's reusable memory.
@@ -932,15 +995,96 @@ impl Solver {
     }
 }
 
-/// Solves each frame of `targets` (frames x goals x 3), writing rotations (frames x bones
-/// x 4, w-first, caller order) and reports.
+/// The optional per-frame inputs of `Solver.solve_frames`.
+struct FrameInputs<'a, 'py> {
+    rotations: Option<&'a Bound<'py, PyAny>>,
+    translations: Option<&'a Bound<'py, PyAny>>,
+    scales: Option<&'a Bound<'py, PyAny>>,
+    rotation_targets: Option<&'a Bound<'py, PyAny>>,
+    poles: Option<&'a Bound<'py, PyAny>>,
+}
+
+/// A frame range's inputs, flat, in the caller's order (kept to reuse the memory).
+#[derive(Default)]
+struct FrameData {
+    /// frames x goals x 3.
+    targets: Vec<f32>,
+    /// Whether the start pose is given per frame (below) or once (`Solver::start`).
+    per_frame_pose: bool,
+    /// frames x bones x 4 (w first), x 3, x 3.
+    rotations: Vec<f32>,
+    translations: Vec<f32>,
+    scales: Vec<f32>,
+    /// frames x goals x 4 (w first) or empty.
+    rotation_targets: Vec<f32>,
+    /// frames x goals x 3 or empty.
+    poles: Vec<f32>,
+}
+
+fn ndim(array: &Bound<'_, PyAny>) -> PyResult<usize> {
+    match array.getattr("ndim") {
+        Ok(ndim) => ndim.extract(),
+        // Nested lists: numpy tells.
+        Err(_) => array
+            .py()
+            .import("numpy")?
+            .call_method1("ndim", (array,))?
+            .extract(),
+    }
+}
+
+/// Per-frame (frames, n, 3) vectors, or `fill` everywhere when not given.
+fn read_frame_vectors(
+    array: Option<&Bound<'_, PyAny>>,
+    what: &str,
+    [frames, n]: [usize; 2],
+    fill: f32,
+    out: &mut Vec<f32>,
+) -> PyResult<()> {
+    match array {
+        Some(a) => read_f32(a, what, &[frames, n, 3], out).map(|_| ()),
+        None => {
+            out.clear();
+            out.resize(frames * n * 3, fill);
+            Ok(())
+        }
+    }
+}
+
+/// Frame `frame`'s pose from the per-frame arrays into `pose` (depth-first). With
+/// `keep`, bones whose rotation the last solve changed (`keep.0` differs from `keep.1`)
+/// keep `keep.0`'s rotation: the warm start.
+fn frame_pose(
+    rig: &CoreRig,
+    data: &FrameData,
+    frame: usize,
+    pose: &mut Pose,
+    keep: Option<(&Pose, &Pose)>,
+) {
+    let n = rig.len();
+    for caller in 0..n {
+        let i = rig.to_dfs(caller);
+        let (r, v) = ((frame * n + caller) * 4, (frame * n + caller) * 3);
+        pose.translations[i] = vec3(&data.translations[v..v + 3]);
+        pose.scales[i] = vec3(&data.scales[v..v + 3]);
+        pose.rotations[i] = match keep {
+            Some((solved, started)) if solved.rotations[i] != started.rotations[i] => {
+                solved.rotations[i]
+            }
+            _ => quat_wxyz(&data.rotations[r..r + 4]),
+        };
+    }
+}
+
+/// Solves each frame of `data` (targets, optional poses, rotation targets and poles),
+/// writing rotations (frames x bones x 4, w-first, caller order) and reports.
 #[allow(clippy::too_many_arguments)]
 fn run_frames(
     solver: &mut AnySolver,
     rig: &CoreRig,
     start: &Pose,
     goals: &mut [CoreGoal],
-    targets: &[f32],
+    data: &FrameData,
     warm: bool,
     out: &mut Pose,
     rotations: &mut [f32],
@@ -948,14 +1092,27 @@ fn run_frames(
 ) -> std::result::Result<(), CoreError> {
     let (n, goal_count) = (rig.len(), goals.len());
     let mut from = start.clone();
+    // The next frame's start, built beside `from` (which the warm start compares against).
+    let mut next = Pose::rest(if data.per_frame_pose { n } else { 0 });
     for (frame, report) in reports.iter_mut().enumerate() {
         for (k, goal) in goals.iter_mut().enumerate() {
-            let at = (frame * goal_count + k) * 3;
-            goal.target = vec3(&targets[at..at + 3]);
+            let at = frame * goal_count + k;
+            goal.target = vec3(&data.targets[at * 3..at * 3 + 3]);
+            if goal.rotation.is_some() && !data.rotation_targets.is_empty() {
+                goal.rotation = Some(quat_wxyz(&data.rotation_targets[at * 4..at * 4 + 4]));
+            }
+            if goal.pole.is_some() && !data.poles.is_empty() {
+                goal.pole = Some(vec3(&data.poles[at * 3..at * 3 + 3]));
+            }
+        }
+        if data.per_frame_pose {
+            let keep = (warm && frame > 0).then_some((&*out, &from));
+            frame_pose(rig, data, frame, &mut next, keep);
+            std::mem::swap(&mut next, &mut from);
         }
         *report = solver.solve_into(rig, &from, goals, out)?;
         write_rotations(rig, out, &mut rotations[frame * n * 4..(frame + 1) * n * 4]);
-        if warm {
+        if warm && !data.per_frame_pose {
             from.copy_from(out);
         }
     }

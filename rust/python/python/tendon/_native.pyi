@@ -162,6 +162,9 @@ class Solver:
         translations: _ArrayLike | None = None,
         scales: _ArrayLike | None = None,
         warm: bool = True,
+        *,
+        rotation_targets: _ArrayLike | None = None,
+        poles: _ArrayLike | None = None,
     ) -> FramesResult: ...
     def _time_native(self, rig: Rig, goals: list[Goal], repeats: int, rotations: _ArrayLike | None = None) -> float: ...
     def _time_native_frames(

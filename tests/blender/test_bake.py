@@ -1,0 +1,275 @@
+"""Baking onto actions in real Blender, through the installed zip: keys on the right frames
+with the values a solve gives, replacing a range, cancelling, undo, and the zip itself."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import bpy
+import numpy as np
+import pytest
+import rigs
+from mathutils import Vector
+
+from conftest import MODULE, ROOT, addon_zip
+
+FRAMES = range(1, 21)
+CHAIN = ("b0", "b1", "b2", "b3")
+
+
+def bridge() -> object:
+    return importlib.import_module(f"{MODULE}.bridge")
+
+
+def bake_module() -> object:
+    return importlib.import_module(f"{MODULE}.bake")
+
+
+def animated_chain(mode: str = "QUATERNION") -> tuple[bpy.types.Object, bpy.types.Object]:
+    """A four-bone chain and a target that sweeps through reachable points over frames 1-20."""
+    obj = rigs.chain(4)
+    points = [rigs.random_pose_tail(obj, "b3", seed=s, spread=0.6) for s in range(3)]
+    target = rigs.empty("target", points[0])
+    for frame, point in zip((1, 10, 20), points, strict=True):
+        target.location = point
+        target.keyframe_insert("location", frame=frame)
+    rigs.add_effector(obj, "b3", target, chain_length=4)
+    rigs.rest_all_channels(obj, mode)
+    return obj, target
+
+
+def keys_of(obj: bpy.types.Object, data_path: str, index: int) -> np.ndarray:
+    fcurve = bake_module().find_fcurve(obj, data_path, index)
+    assert fcurve is not None, f"no F-curve {data_path}[{index}]"
+    values = np.empty(len(fcurve.keyframe_points) * 2, np.float32)
+    fcurve.keyframe_points.foreach_get("co", values)
+    return values.reshape(-1, 2)
+
+
+def quaternion_keys(obj: bpy.types.Object, bone: str) -> np.ndarray:
+    path = f'pose.bones["{bone}"].rotation_quaternion'
+    return np.stack([keys_of(obj, path, i)[:, 1] for i in range(4)], axis=1)
+
+
+def reference_solves(obj: bpy.types.Object, from_previous: bool) -> dict[str, np.ndarray]:
+    """What solving frame by frame gives (the bake must match it)."""
+    solved = {bone: [] for bone in CHAIN}
+    for frame in FRAMES:
+        bpy.context.scene.frame_set(frame)
+        if not from_previous:
+            bpy.ops.tendon.reset_pose()
+        bpy.ops.tendon.solve()
+        for bone in CHAIN:
+            solved[bone].append(tuple(obj.pose.bones[bone].rotation_quaternion))
+    bpy.ops.tendon.reset_pose()
+    bpy.context.scene.frame_set(1)
+    return {bone: np.array(values, np.float32) for bone, values in solved.items()}
+
+
+@pytest.mark.parametrize("start_from", ["ANIMATED", "PREVIOUS"])
+def test_keys_land_on_each_frame_with_the_solved_values(start_from: str) -> None:
+    obj, target = animated_chain()
+    expected = reference_solves(obj, from_previous=start_from == "PREVIOUS")
+    assert obj.animation_data is None or obj.animation_data.action is None
+    result = bpy.ops.tendon.bake(frame_start=1, frame_end=20, start_from=start_from)
+    assert result == {"FINISHED"}
+    assert obj.animation_data.action is not None
+    assert "Baked 20 frame(s) of 4 bone(s)" in obj.tendon.status
+    for bone in CHAIN:
+        keys = keys_of(obj, f'pose.bones["{bone}"].rotation_quaternion', 0)
+        assert keys[:, 0].tolist() == [float(f) for f in FRAMES]
+        got = quaternion_keys(obj, bone)
+        assert np.abs(got - expected[bone]).max() < 1e-5, bone
+    fcurve = bake_module().find_fcurve(obj, 'pose.bones["b0"].rotation_quaternion', 0)
+    assert {key.interpolation for key in fcurve.keyframe_points} == {"LINEAR"}
+    # Playing the action puts the tail on the target on every frame.
+    for frame in FRAMES:
+        bpy.context.scene.frame_set(frame)
+        assert (rigs.tail_world(obj, "b3") - target.matrix_world.translation).length < 1e-4, frame
+
+
+@pytest.mark.parametrize("mode", ["XYZ", "ZXY", "AXIS_ANGLE"])
+def test_euler_and_axis_angle_keys_are_continuous(mode: str) -> None:
+    obj, target = animated_chain(mode)
+    # A target that circles the chain: without care, Euler angles would wrap at pi.
+    target.animation_data_clear()
+    for frame in range(1, 41):
+        angle = frame * 0.25
+        target.location = (2.2 * np.sin(angle), 2.2 * np.cos(angle), 1.0)
+        target.keyframe_insert("location", frame=frame)
+    assert bpy.ops.tendon.bake(frame_start=1, frame_end=40) == {"FINISHED"}
+    for bone in CHAIN:
+        if mode == "AXIS_ANGLE":
+            path = f'pose.bones["{bone}"].rotation_axis_angle'
+            angle = keys_of(obj, path, 0)[:, 1]
+            axis = np.stack([keys_of(obj, path, i)[:, 1] for i in (1, 2, 3)], axis=1)
+            assert np.abs(np.diff(angle)).max() < 1.0, f"{bone} angle jumps: {angle}"
+            # The axis never flips to the opposite side (with the angle negated).
+            assert (np.sum(axis[1:] * axis[:-1], axis=1) >= 0).all(), f"{bone} axis flips"
+            continue
+        for index in range(3):
+            values = keys_of(obj, f'pose.bones["{bone}"].rotation_euler', index)[:, 1]
+            assert np.abs(np.diff(values)).max() < 1.0, f"{bone}[{index}] jumps: {values}"
+    for frame in (1, 17, 40):
+        bpy.context.scene.frame_set(frame)
+        assert (rigs.tail_world(obj, "b3") - target.matrix_world.translation).length < 1e-3
+
+
+def test_replacing_a_range_keeps_every_other_key_and_channel() -> None:
+    obj, _target = animated_chain()
+    # An animator's action: every chain bone keyed on frames 0-30 with Bezier keys, plus
+    # the root's location.
+    rng = np.random.default_rng(1)
+    for frame in range(0, 31, 3):
+        for bone in CHAIN:
+            pose_bone = obj.pose.bones[bone]
+            pose_bone.rotation_quaternion = Vector(rng.normal(size=4)).normalized()
+            pose_bone.keyframe_insert("rotation_quaternion", frame=frame)
+        obj.pose.bones["b0"].location = rng.normal(size=3)
+        obj.pose.bones["b0"].keyframe_insert("location", frame=frame)
+    action = obj.animation_data.action
+    # Hand-set handles on some keys outside the range: they must survive exactly.
+    for fcurve in bake_module().fcurves_of(obj):
+        for key in fcurve.keyframe_points:
+            if key.co.x in (3.0, 27.0):
+                key.handle_left_type = key.handle_right_type = "FREE"
+                key.handle_left = (key.co.x - 1.0, key.co.y + 0.25)
+                key.handle_right = (key.co.x + 0.5, key.co.y - 0.125)
+
+    def described(fcurve: bpy.types.FCurve) -> list[tuple]:
+        # Automatic handles are Blender's to recompute after any edit; the others are kept.
+        automatic = ("AUTO", "AUTO_CLAMPED")
+        return [
+            (tuple(k.co), k.interpolation, k.handle_left_type, k.handle_right_type)
+            + ((tuple(k.handle_left), tuple(k.handle_right)) if k.handle_left_type not in automatic else ())
+            for k in fcurve.keyframe_points
+        ]
+
+    before = {(fcurve.data_path, fcurve.array_index): described(fcurve) for fcurve in bake_module().fcurves_of(obj)}
+    actions_before = len(bpy.data.actions)
+    assert bpy.ops.tendon.bake(frame_start=10, frame_end=20, destination="REPLACE") == {"FINISHED"}
+    assert obj.animation_data.action == action and len(bpy.data.actions) == actions_before
+    for fcurve in bake_module().fcurves_of(obj):
+        keys = described(fcurve)
+        old = before[(fcurve.data_path, fcurve.array_index)]
+        if "location" in fcurve.data_path:
+            assert keys == old, "an unbaked channel changed"
+            continue
+        outside = [key for key in old if not 10 <= key[0][0] <= 20]
+        assert [key for key in keys if not 10 <= key[0][0] <= 20] == outside
+        assert [key[0][0] for key in keys if 10 <= key[0][0] <= 20] == [float(f) for f in range(10, 21)]
+
+
+def test_new_action_is_a_copy_and_the_old_one_is_kept() -> None:
+    obj, _target = animated_chain()
+    obj.pose.bones["b0"].keyframe_insert("location", frame=1)
+    old = obj.animation_data.action
+    assert bpy.ops.tendon.bake(frame_start=1, frame_end=5) == {"FINISHED"}
+    new = obj.animation_data.action
+    assert new != old and new.name.endswith(".tendon")
+    assert old.use_fake_user and bake_module().fcurves_of(obj).find('pose.bones["b0"].location', index=0)
+    # The old action has no baked keys.
+    obj.animation_data.action = old
+    if bake_module().SLOTTED:
+        obj.animation_data.action_slot = old.slots[0]
+    assert bake_module().find_fcurve(obj, 'pose.bones["b3"].rotation_quaternion', 0) is None
+
+
+def test_cancelling_leaves_no_trace() -> None:
+    obj, target = animated_chain()
+    target.parent = rigs.empty("parent", (0.0, 0.0, 0.0))  # forces frame-by-frame sampling
+    scene = bpy.context.scene
+    scene.frame_set(7)
+    actions = len(bpy.data.actions)
+    pose = rigs.world_matrices(obj)
+    baker = bridge().Baker(scene, obj, bridge().BakeSettings(frame_start=1, frame_end=200))
+    assert "scene evaluated per frame" in baker.sampling
+    assert 0.0 < baker.step() < 1.0
+    baker.cancel()
+    assert scene.frame_current == 7
+    assert len(bpy.data.actions) == actions and obj.animation_data is None or obj.animation_data.action is None
+    assert np.array_equal(rigs.world_matrices(obj), pose)
+
+
+def test_undo_after_bake_restores_the_old_action() -> None:
+    obj, _target = animated_chain()
+    obj.pose.bones["b0"].keyframe_insert("location", frame=1)
+    old_name = obj.animation_data.action.name
+    bpy.ops.ed.undo_push(message="before bake")
+    assert bpy.ops.tendon.bake(frame_start=1, frame_end=10) == {"FINISHED"}
+    # Headless, operators run from scripts push no undo step: push the one the UI would.
+    bpy.ops.ed.undo_push(message="Bake IK")
+    assert obj.animation_data.action.name != old_name
+    bpy.ops.ed.undo()
+    obj = bpy.data.objects["Chain"]
+    assert obj.animation_data.action.name == old_name
+    assert not any(action.name.endswith(".tendon") for action in bpy.data.actions)
+
+
+def test_bake_with_an_animated_spine_and_a_parented_target() -> None:
+    """The slow path: the chain's parent is animated and the target is parented, so the
+    scene is evaluated per frame and each frame starts from the animated pose."""
+    obj = rigs.chain(5)
+    root = obj.pose.bones["b0"]
+    for frame, angle in ((1, 0.0), (20, 0.6)):
+        root.rotation_quaternion = Vector((np.cos(angle / 2), np.sin(angle / 2), 0.0, 0.0))
+        root.keyframe_insert("rotation_quaternion", frame=frame)
+    # The target turns with the chain's base about the same axis, so it stays in reach.
+    bpy.context.scene.frame_set(1)
+    holder = rigs.empty("holder", (0.0, 0.0, 0.0))
+    target = rigs.empty("target", rigs.tail_world(obj, "b4") + Vector((0.0, -0.4, 0.3)))
+    target.parent = holder
+    holder.rotation_euler = (0.0, 0.0, 0.0)
+    holder.keyframe_insert("rotation_euler", frame=1)
+    holder.rotation_euler = (0.6, 0.0, 0.0)
+    holder.keyframe_insert("rotation_euler", frame=20)
+    rigs.add_effector(obj, "b4", target, chain_length=3)
+    assert bpy.ops.tendon.bake(frame_start=1, frame_end=20, start_from="ANIMATED") == {"FINISHED"}
+    assert "per frame" in obj.tendon.status
+    for frame in (1, 8, 20):
+        bpy.context.scene.frame_set(frame)
+        assert (rigs.tail_world(obj, "b4") - target.matrix_world.translation).length < 1e-4, frame
+    # b0 is not in the chain: its animation plays on, unbaked.
+    bpy.context.scene.frame_set(20)
+    assert obj.pose.bones["b0"].rotation_quaternion.x == pytest.approx(np.sin(0.3), abs=1e-5)
+
+
+def test_bake_is_refused_without_effectors_and_for_an_empty_range() -> None:
+    obj = rigs.chain(2)
+    with pytest.raises(RuntimeError, match="Add an effector"):
+        bpy.ops.tendon.bake()
+    rigs.add_effector(obj, "b1", rigs.empty("target", (0.0, 1.0, 1.0)))
+    with pytest.raises(RuntimeError, match="is empty"):
+        bpy.ops.tendon.bake(frame_start=10, frame_end=5)
+    assert obj.animation_data is None or obj.animation_data.action is None
+
+
+def test_the_zip_holds_the_native_wheel() -> None:
+    names = zipfile.ZipFile(addon_zip()).namelist()
+    wheels = [n for n in names if n.startswith("wheels/tendon_ik-") and n.endswith("_x86_64.whl")]
+    assert len(wheels) == 1 and "abi3" in wheels[0] and "manylinux_2_28" in wheels[0]
+    assert "blender_manifest.toml" in names
+    import tendon
+
+    # The native package Blender loads is the one from the zip's wheel, in the user folder.
+    assert os.environ["BLENDER_USER_RESOURCES"] in tendon.__file__
+
+
+def test_keys_for_the_cross_version_check(tmp_path: Path) -> None:
+    """Writes this Blender's bake of a fixed scene to out/; scripts/test compares the 4.2
+    and 5.0 files."""
+    obj, _target = animated_chain("ZXY")
+    assert bpy.ops.tendon.bake(frame_start=1, frame_end=20) == {"FINISHED"}
+    keys = {
+        f"{fcurve.data_path}[{fcurve.array_index}]": keys_of(obj, fcurve.data_path, fcurve.array_index).tolist()
+        for fcurve in bake_module().fcurves_of(obj)
+    }
+    version = ".".join(map(str, bpy.app.version[:2]))
+    out = ROOT / "out"
+    out.mkdir(exist_ok=True)
+    (out / f"bake-keys-{version}.json").write_text(json.dumps(keys, sort_keys=True))
+    assert len(keys) == 12
