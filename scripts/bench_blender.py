@@ -119,7 +119,8 @@ def bake_comparison(frames: int) -> list[str]:
         "| | time | mean error | largest error |",
         "|---|---:|---:|---:|",
         f"| `tendon.bake` (FABRIK) | {tendon_seconds * 1e3:.1f} ms | {mean_t:.2e} | {max(tendon_errors):.2e} |",
-        f"| `nla.bake` of Blender's IK constraints | {blender_seconds * 1e3:.1f} ms | {mean_b:.2e} | {max(blender_errors):.2e} |",
+        f"| `nla.bake` of Blender's IK constraints | {blender_seconds * 1e3:.1f} ms | {mean_b:.2e} "
+        f"| {max(blender_errors):.2e} |",
         "",
         f"`tendon.bake` is {ratio:.1f} times faster (goal: {BAKE_GOAL_RATIO:.0f}, "
         f"{'met' if ratio >= BAKE_GOAL_RATIO else 'missed'}) and reaches "
