@@ -409,3 +409,21 @@ def test_humanoid_with_five_effectors_and_the_rig_cache() -> None:
     obj.data.edit_bones["toe.L"].tail.z += 0.01
     bpy.ops.object.mode_set(mode="POSE")
     assert bridge.read_rig(obj).rig is not limited
+
+
+def test_undo_restores_the_pose_and_the_imported_constraints() -> None:
+    obj, _knee, _foot = leg_with_blender_ik(-math.pi / 2, (0.0, -1.0, 0.6))
+    before = rigs.world_matrices(obj)
+    bpy.ops.ed.undo_push(message="start")
+    assert bpy.ops.tendon.import_blender_ik() == {"FINISHED"}
+    # Headless, operators run from scripts push no undo step: push the ones the UI would.
+    bpy.ops.ed.undo_push(message="Import Blender IK")
+    bpy.ops.tendon.solve()
+    bpy.ops.ed.undo_push(message="Solve IK")
+    bpy.ops.ed.undo()
+    obj = bpy.data.objects["Leg"]
+    assert len(obj.tendon.effectors) == 1 and obj.pose.bones["shin"].constraints[0].mute
+    bpy.ops.ed.undo()
+    obj = bpy.data.objects["Leg"]
+    assert len(obj.tendon.effectors) == 0 and not obj.pose.bones["shin"].constraints[0].mute
+    assert np.allclose(rigs.world_matrices(obj), before, atol=1e-6)
