@@ -255,11 +255,10 @@ def test_solve_frames_with_animated_poses_rotation_targets_and_poles() -> None:
         batch = solver.solve_frames(
             rig, [goal], targets.astype(np.float32), poses, warm=warm, rotation_targets=twists.astype(np.float32)
         )
-        previous = None
+        previous: tendon.Result | None = None
+        previous_start = poses[0]
         for f in range(frames):
-            moved = tendon.Goal(
-                "b3", targets[f, 0], chain_length=2, rotation=twists[f, 0], rotation_weight=0.2
-            )
+            moved = tendon.Goal("b3", targets[f, 0], chain_length=2, rotation=twists[f, 0], rotation_weight=0.2)
             start = poses[f].copy()
             if warm and previous is not None:
                 # Bones the last frame's solve turned start from its solution.

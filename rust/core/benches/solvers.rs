@@ -5,7 +5,7 @@
 //! `scripts/bench` runs this and writes the table into the README.
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
-use glam::Vec3;
+use glam::{Quat, Vec3};
 use std::time::Duration;
 use tendon_core::fixtures::{bent_chain, reachable_targets};
 use tendon_core::*;
@@ -113,6 +113,77 @@ fn two_bone(c: &mut Criterion) {
     group.finish();
 }
 
+/// A body bone with a 16-bone tail hanging off it, the body swaying.
+fn spring_rig(tails: usize) -> (Rig, Vec<SpringChain>) {
+    let mut bones = vec![BoneDesc::new("body", None, Transform::IDENTITY, 0.5)];
+    for t in 0..tails {
+        for i in 0..16 {
+            let parent = if i == 0 {
+                "body".to_string()
+            } else {
+                format!("tail{t}.{}", i - 1)
+            };
+            let rest = Transform {
+                translation: Vec3::new(0.1 * t as f32, if i == 0 { 0.5 } else { 0.2 }, 0.0),
+                rotation: Quat::from_rotation_x(0.05),
+                scale: Vec3::ONE,
+            };
+            bones.push(BoneDesc::new(
+                format!("tail{t}.{i}"),
+                Some(parent.as_str()),
+                rest,
+                0.2,
+            ));
+        }
+    }
+    let rig = RigDesc { bones }.build().unwrap();
+    let chains = (0..tails)
+        .map(|t| SpringChain::new(&rig, rig.index_of(&format!("tail{t}.15")).unwrap(), 16).unwrap())
+        .collect();
+    (rig, chains)
+}
+
+fn swaying(rig: &Rig, frame: usize) -> Pose {
+    let mut pose = Pose::rest(rig.len());
+    pose.rotations[0] = Quat::from_rotation_z(0.5 * (frame as f32 * 0.13).sin());
+    pose
+}
+
+fn spring(c: &mut Criterion) {
+    let mut group = c.benchmark_group("spring");
+    let (rig, chains) = spring_rig(1);
+    let mut sim = SpringSimulation::new(&rig, chains, vec![], SpringParams::default()).unwrap();
+    let poses: Vec<Pose> = (0..48).map(|f| swaying(&rig, f)).collect();
+    let mut out = Pose::rest(rig.len());
+    let mut frame = 0;
+    // One frame at 24 fps of one 16-bone chain: ten internal steps.
+    group.bench_function(BenchmarkId::new("frame", 16), |b| {
+        b.iter(|| {
+            frame = (frame + 1) % poses.len();
+            sim.advance(&rig, &poses[frame], 1.0 / 24.0, &mut out)
+                .unwrap();
+            black_box(&out);
+        })
+    });
+    // 1000 frames of ten such chains.
+    let (rig, chains) = spring_rig(10);
+    let poses: Vec<Pose> = (0..1000).map(|f| swaying(&rig, f)).collect();
+    let mut out = Pose::rest(rig.len());
+    group.sample_size(10);
+    group.bench_function(BenchmarkId::new("thousand_frames_ten_chains", 160), |b| {
+        b.iter(|| {
+            let mut sim =
+                SpringSimulation::new(&rig, chains.clone(), vec![], SpringParams::default())
+                    .unwrap();
+            for pose in &poses {
+                sim.advance(&rig, pose, 1.0 / 24.0, &mut out).unwrap();
+            }
+            black_box(&out);
+        })
+    });
+    group.finish();
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .sample_size(20)
@@ -123,6 +194,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = chains, two_bone
+    targets = chains, two_bone, spring
 }
 criterion_main!(benches);

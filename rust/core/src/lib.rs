@@ -51,7 +51,8 @@ pub use goal::{EffectorPoint, Goal};
 pub use math::{EulerOrder, RotationMode};
 pub use rig::{AxisLimit, BoneDesc, JointLimits, Pose, Rig, RigDesc, Transform};
 pub use solvers::{
-    AnySolver, Ccd, CcdParams, Fabrik, FabrikParams, IterationParams, JacobianDls,
-    JacobianDlsParams, JacobianTranspose, JacobianTransposeParams, SolveReport, Solver,
-    SolverConfig, TwoBone, TwoBoneParams,
+    distribute_scale, AnySolver, Ccd, CcdParams, Fabrik, FabrikParams, IterationParams,
+    JacobianDls, JacobianDlsParams, JacobianTranspose, JacobianTransposeParams, ScaleLimits,
+    SolveReport, Solver, SolverConfig, SphereCollider, SpringChain, SpringParams, SpringSimulation,
+    TwoBone, TwoBoneParams,
 };

@@ -9,11 +9,15 @@ mod ccd;
 mod driver;
 mod fabrik;
 mod jacobian;
+mod scale;
+mod spring;
 mod two_bone;
 
 pub use ccd::{Ccd, CcdParams};
 pub use fabrik::{Fabrik, FabrikParams};
 pub use jacobian::{JacobianDls, JacobianDlsParams, JacobianTranspose, JacobianTransposeParams};
+pub use scale::{distribute_scale, ScaleLimits};
+pub use spring::{SphereCollider, SpringChain, SpringParams, SpringSimulation};
 pub use two_bone::{two_bone_limb, LimbSolution, TwoBone, TwoBoneParams};
 
 use crate::error::{Result, TendonError};

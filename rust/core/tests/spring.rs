@@ -1,0 +1,312 @@
+//! Mass-spring chains and scale distribution with real numbers.
+
+use glam::{Quat, Vec3};
+use tendon_core::*;
+
+/// A static "body" bone and an 8-bone tail sticking out horizontally along +Y (Z up).
+fn tail_rig(limits: JointLimits) -> Rig {
+    let mut bones = vec![BoneDesc::new("body", None, Transform::IDENTITY, 0.5)];
+    for i in 0..8 {
+        let parent = if i == 0 {
+            "body".to_string()
+        } else {
+            format!("t{}", i - 1)
+        };
+        let mut bone = BoneDesc::new(
+            format!("t{i}"),
+            Some(parent.as_str()),
+            Transform {
+                translation: Vec3::new(0.0, 0.5, 0.0),
+                rotation: Quat::IDENTITY,
+                scale: Vec3::ONE,
+            },
+            0.25,
+        );
+        if i > 0 {
+            bone.limits = limits;
+        }
+        bones.push(bone);
+    }
+    RigDesc { bones }.build().unwrap()
+}
+
+fn simulation(rig: &Rig, params: SpringParams, colliders: Vec<SphereCollider>) -> SpringSimulation {
+    let tip = rig.index_of("t7").unwrap();
+    let chain = SpringChain::new(rig, tip, 8).unwrap();
+    SpringSimulation::new(rig, vec![chain], colliders, params).unwrap()
+}
+
+/// The body turning about Z: `angle(t)` radians.
+fn swaying(rig: &Rig, t: f32) -> Pose {
+    let mut pose = Pose::rest(rig.len());
+    pose.rotations[rig.index_of("body").unwrap()] =
+        Quat::from_rotation_z(0.6 * (std::f32::consts::PI * t).sin());
+    pose
+}
+
+fn tip_of(rig: &Rig, pose: &Pose) -> Vec3 {
+    let tip = rig.index_of("t7").unwrap();
+    rig.head_tail(&rig.world_matrices(pose)[tip], tip).1
+}
+
+#[test]
+fn lengths_are_kept_and_the_pose_follows_the_simulated_points() {
+    let rig = tail_rig(JointLimits::FREE);
+    let mut sim = simulation(&rig, SpringParams::default(), vec![]);
+    let mut out = Pose::rest(rig.len());
+    let tail_bones: Vec<usize> = (0..8)
+        .map(|i| rig.index_of(&format!("t{i}")).unwrap())
+        .collect();
+    for frame in 0..96 {
+        let t = frame as f32 / 24.0;
+        sim.advance(&rig, &swaying(&rig, t), 1.0 / 24.0, &mut out)
+            .unwrap();
+        let points = sim.points(0);
+        // Segment from t0's head to t1's head is 0.5 (its child offset); the last is 0.25.
+        for (k, pair) in points.windows(2).enumerate() {
+            let expected = if k < 7 { 0.5 } else { 0.25 };
+            assert!(
+                (pair[0].distance(pair[1]) - expected).abs() < 1e-4,
+                "frame {frame} segment {k}"
+            );
+        }
+        let world = rig.world_matrices(&out);
+        for (k, &bone) in tail_bones.iter().enumerate() {
+            let head = Vec3::from(world[bone].translation);
+            assert!(
+                head.distance(points[k]) < 1e-4,
+                "frame {frame} bone {k}: {head} vs {}",
+                points[k]
+            );
+        }
+        assert!(tip_of(&rig, &out).distance(points[8]) < 1e-4);
+    }
+    // Gravity pulled the tail down against the stiffness.
+    assert!(sim.points(0)[8].z < -0.1, "{}", sim.points(0)[8]);
+}
+
+#[test]
+fn damping_makes_the_energy_decay() {
+    let rig = tail_rig(JointLimits::FREE);
+    let params = SpringParams {
+        stiffness: 0.0,
+        damping: 1.5,
+        ..SpringParams::default()
+    };
+    let g = -params.gravity.z;
+    let mut sim = simulation(&rig, params, vec![]);
+    let rest = Pose::rest(rig.len());
+    let mut out = Pose::rest(rig.len());
+    let dt = 1.0 / 24.0;
+    // Energy per unit mass above hanging straight down from t0's head (z = 0 there).
+    let lowest: f32 = (1..=8)
+        .map(|k| -g * (0.5 * k.min(7) as f32 + if k == 8 { 0.25 } else { 0.0 }))
+        .sum();
+    let mut last: Vec<Vec3> = sim.points(0).to_vec();
+    let mut energy_per_second = Vec::new();
+    let mut window = 0.0;
+    for frame in 1..=24 * 10 {
+        sim.advance(&rig, &rest, dt, &mut out).unwrap();
+        let points = sim.points(0);
+        let kinetic: f32 = points[1..]
+            .iter()
+            .zip(&last[1..])
+            .map(|(p, q)| 0.5 * (p.distance(*q) / dt).powi(2))
+            .sum();
+        let potential: f32 = points[1..].iter().map(|p| g * p.z).sum();
+        window += kinetic + potential - lowest;
+        last = points.to_vec();
+        if frame % 24 == 0 {
+            energy_per_second.push(window / 24.0);
+            window = 0.0;
+        }
+    }
+    // Energy falls second after second, by orders of magnitude.
+    for pair in energy_per_second.windows(2) {
+        assert!(pair[1] < pair[0], "energy rose: {energy_per_second:?}");
+    }
+    assert!(
+        energy_per_second[9] < 1e-4 * energy_per_second[0],
+        "{energy_per_second:?}"
+    );
+}
+
+#[test]
+fn the_motion_does_not_depend_on_the_frame_rate() {
+    let rig = tail_rig(JointLimits::FREE);
+    let mut tips = Vec::new();
+    for fps in [24u32, 48] {
+        let mut sim = simulation(&rig, SpringParams::default(), vec![]);
+        let mut out = Pose::rest(rig.len());
+        let mut at_24 = Vec::new();
+        for frame in 0..2 * fps {
+            let t = frame as f32 / fps as f32;
+            sim.advance(&rig, &swaying(&rig, t), 1.0 / fps as f32, &mut out)
+                .unwrap();
+            if frame % (fps / 24) == 0 {
+                at_24.push(sim.points(0)[8]);
+            }
+        }
+        tips.push(at_24);
+    }
+    let worst = tips[0]
+        .iter()
+        .zip(&tips[1])
+        .map(|(a, b)| a.distance(*b))
+        .fold(0.0, f32::max);
+    // 2 seconds of a swaying 3.75-long tail: the two rates agree to 1% of its length (the
+    // 24 fps run sees the body's sway sampled half as often).
+    assert!(worst < 0.0375, "tips differ by {worst}");
+}
+
+#[test]
+fn huge_steps_do_not_explode() {
+    let rig = tail_rig(JointLimits::FREE);
+    let mut sim = simulation(&rig, SpringParams::default(), vec![]);
+    let mut out = Pose::rest(rig.len());
+    for dt in [1.0, 100.0, 1e6, 0.0, 1.0] {
+        sim.advance(&rig, &swaying(&rig, 0.3), dt, &mut out)
+            .unwrap();
+        assert!(out.rotations.iter().all(|q| q.is_finite()));
+        let points = sim.points(0);
+        assert!(points.iter().all(|p| p.is_finite()));
+        assert!((points[8].distance(points[7]) - 0.25).abs() < 1e-4);
+    }
+    for dt in [f32::NAN, -1.0, f32::INFINITY] {
+        assert!(sim
+            .advance(&rig, &Pose::rest(rig.len()), dt, &mut out)
+            .is_err());
+    }
+}
+
+#[test]
+fn same_input_gives_identical_output() {
+    let rig = tail_rig(JointLimits::FREE);
+    let run = || {
+        let mut sim = simulation(&rig, SpringParams::default(), vec![]);
+        let mut out = Pose::rest(rig.len());
+        let mut all = Vec::new();
+        for frame in 0..48 {
+            sim.advance(
+                &rig,
+                &swaying(&rig, frame as f32 / 24.0),
+                1.0 / 24.0,
+                &mut out,
+            )
+            .unwrap();
+            all.extend(out.rotations.iter().map(|q| q.to_array()));
+        }
+        all
+    };
+    assert_eq!(run(), run());
+}
+
+#[test]
+fn stiffness_settles_on_the_animated_pose_and_reset_restarts() {
+    let rig = tail_rig(JointLimits::FREE);
+    let params = SpringParams {
+        gravity: Vec3::ZERO,
+        stiffness: 8.0,
+        damping: 6.0,
+        ..SpringParams::default()
+    };
+    let mut sim = simulation(&rig, params, vec![]);
+    let mut out = Pose::rest(rig.len());
+    let start = swaying(&rig, 0.5);
+    sim.reset(&rig, &Pose::rest(rig.len())).unwrap();
+    for _ in 0..24 * 6 {
+        sim.advance(&rig, &start, 1.0 / 24.0, &mut out).unwrap();
+    }
+    let gap = tip_of(&rig, &out).distance(tip_of(&rig, &start));
+    assert!(gap < 1e-3, "settled {gap} away");
+    // Reset: back to the animated pose with no motion left.
+    sim.reset(&rig, &Pose::rest(rig.len())).unwrap();
+    sim.advance(&rig, &Pose::rest(rig.len()), 0.0, &mut out)
+        .unwrap();
+    assert!(tip_of(&rig, &out).distance(tip_of(&rig, &Pose::rest(rig.len()))) < 1e-5);
+}
+
+#[test]
+fn colliders_keep_points_out_and_limits_hold() {
+    let rig = tail_rig(JointLimits {
+        x: AxisLimit::Range {
+            min: -0.3,
+            max: 0.3,
+        },
+        ..JointLimits::FREE
+    });
+    let body = rig.index_of("body").unwrap();
+    let sphere = SphereCollider {
+        bone: body,
+        center: Vec3::new(0.0, 2.0, -1.0),
+        radius: 0.8,
+    };
+    let mut sim = simulation(&rig, SpringParams::default(), vec![sphere]);
+    let mut out = Pose::rest(rig.len());
+    for frame in 0..72 {
+        sim.advance(
+            &rig,
+            &swaying(&rig, frame as f32 / 24.0),
+            1.0 / 24.0,
+            &mut out,
+        )
+        .unwrap();
+        let centre = rig.world_matrices(&out)[body].transform_point3(sphere.center);
+        for p in &sim.points(0)[1..] {
+            // The last pass restores exact lengths after the push-out: allow its share.
+            assert!(
+                p.distance(centre) > sphere.radius - 0.05,
+                "inside the sphere: {p}"
+            );
+        }
+        for i in 2..rig.len() {
+            assert!(
+                rig.limits(i).contains(out.rotations[i], 1e-3),
+                "bone {i} out of its limits"
+            );
+        }
+    }
+}
+
+#[test]
+fn bad_chains_and_settings_are_named() {
+    let rig = tail_rig(JointLimits::FREE);
+    let t = |i: usize| rig.index_of(&format!("t{i}")).unwrap();
+    let gap = SpringChain {
+        bones: vec![t(1), t(3)],
+        masses: vec![1.0, 1.0],
+    };
+    let err = SpringSimulation::new(&rig, vec![gap], vec![], SpringParams::default()).unwrap_err();
+    assert!(
+        err.to_string().contains("'t3' is not the child of 't1'"),
+        "{err}"
+    );
+    let twice = vec![
+        SpringChain::new(&rig, t(3), 2).unwrap(),
+        SpringChain::new(&rig, t(3), 1).unwrap(),
+    ];
+    let err = SpringSimulation::new(&rig, twice, vec![], SpringParams::default()).unwrap_err();
+    assert!(
+        err.to_string().contains("already in a spring chain"),
+        "{err}"
+    );
+    let heavy = SpringChain::new(&rig, t(3), 2)
+        .unwrap()
+        .with_masses(vec![1.0, 0.0]);
+    let err =
+        SpringSimulation::new(&rig, vec![heavy], vec![], SpringParams::default()).unwrap_err();
+    assert!(err.to_string().contains("mass of bone 't3'"), "{err}");
+    let params = SpringParams {
+        time_step: 0.0,
+        ..SpringParams::default()
+    };
+    assert!(SpringSimulation::new(&rig, vec![], vec![], params).is_err());
+}
+
+#[test]
+fn scale_goals_are_distributed_over_a_chain() {
+    let mut out = [Vec3::ZERO; 5];
+    distribute_scale(Vec3::new(1.5, 1.5, 0.75), None, &mut out).unwrap();
+    let product = out.iter().fold(Vec3::ONE, |a, &b| a * b);
+    assert!((product - Vec3::new(1.5, 1.5, 0.75)).abs().max_element() < 1e-5);
+}
