@@ -152,25 +152,25 @@ def replace_keys(
     fcurve.update()
 
 
-def rotation_data_path(bone: str, mode: str) -> str:
-    channel = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}.get(mode, "rotation_euler")
-    return f'pose.bones["{bpy.utils.escape_identifier(bone)}"].{channel}'
+def rotation_channel(mode: str) -> str:
+    """The pose-bone property holding rotations in `mode`."""
+    return {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}.get(mode, "rotation_euler")
 
 
 def write_bone_channels(
     action: bpy.types.Action,
     slot: Any,
     bone: str,
-    mode: str,
+    channel: str,
     frames: np.ndarray,
-    channels: np.ndarray,
+    values: np.ndarray,
     interpolation: str,
     span: tuple[float, float],
 ) -> int:
-    """Keys one bone's rotation channels (frames x channels) in `action`; returns the keys
-    written."""
-    data_path = rotation_data_path(bone, mode)
-    for index in range(channels.shape[1]):
+    """Keys one bone property (`rotation_euler`, `scale`, ...), frames x components, in
+    `action`; returns the keys written."""
+    data_path = f'pose.bones["{bpy.utils.escape_identifier(bone)}"].{channel}'
+    for index in range(values.shape[1]):
         fcurve = ensure_fcurve(action, slot, data_path, index, bone)
-        replace_keys(fcurve, frames, channels[:, index], interpolation, span)
-    return channels.size
+        replace_keys(fcurve, frames, values[:, index], interpolation, span)
+    return values.size

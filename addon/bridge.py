@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import bpy
 import numpy as np
-from mathutils import Matrix
+from mathutils import Matrix, Vector
 
 from . import bake
 
@@ -70,6 +70,14 @@ def solver_defaults(solver_item: str) -> dict[str, Any]:
         name = SOLVER_NAMES[solver_item]
         return dict(tendon.Solver.defaults(name)) if name in tendon.Solver.names() else {}
     except (TendonUserError, KeyError):
+        return {}
+
+
+def spring_defaults() -> dict[str, Any]:
+    """The native spring simulation's defaults (empty when the library is missing)."""
+    try:
+        return dict(native().SpringSimulation.defaults())
+    except TendonUserError:
         return {}
 
 
@@ -304,6 +312,56 @@ def effector_goal(
     return goal, (bone, chain_length)
 
 
+# --- Scale targets ------------------------------------------------------------------------
+
+
+@dataclass
+class ScaleTarget:
+    """An effector whose chain scales to match its target's scale."""
+
+    effector: int
+    #: The chain's bones (rig indices), root-most first.
+    bones: list[int]
+    #: Per-bone scale limits (bones, 3) each, or None when no bone has limits.
+    low: np.ndarray | None
+    high: np.ndarray | None
+
+
+def scale_targets(obj: bpy.types.Object, entry: RigEntry, found: GoalSet) -> list[ScaleTarget]:
+    """The enabled effectors that scale their chains."""
+    plans = []
+    for position, (bone, chain_length) in zip(found.effectors, found.chains, strict=True):
+        if not obj.tendon.effectors[position].use_scale:
+            continue
+        bones = chain_bones(entry, bone, chain_length)[::-1]
+        limited = [obj.pose.bones[int(entry.pose_order[b])].tendon for b in bones]
+        low = high = None
+        if any(limits.use_scale_limit for limits in limited):
+            wide = ((1e-3,) * 3, (1e3,) * 3)
+            low = np.array([lim.scale_min if lim.use_scale_limit else wide[0] for lim in limited], np.float32)
+            high = np.array([lim.scale_max if lim.use_scale_limit else wide[1] for lim in limited], np.float32)
+        plans.append(ScaleTarget(position, bones, low, high))
+    return plans
+
+
+def target_scale(obj: bpy.types.Object, effector: Any) -> np.ndarray:
+    """The effector target's world scale relative to the armature's, per axis."""
+    label = effector_label(0, effector.bone)
+    target = target_world_matrix(effector.target, effector.subtarget, label).to_scale()
+    armature = obj.matrix_world.to_scale()
+    return np.array([t / a if a else 1.0 for t, a in zip(target, armature, strict=True)], np.float32)
+
+
+def apply_scales(plans: list[ScaleTarget], goals: np.ndarray, scales: np.ndarray) -> None:
+    """Sets the pose scales of each plan's chain from its goal scale (goals: plans x 3)."""
+    tendon = native()
+    for plan, goal in zip(plans, goals, strict=True):
+        try:
+            scales[plan.bones] = tendon.distribute_scale(goal, len(plan.bones), plan.low, plan.high)
+        except tendon.TendonError as error:
+            raise TendonUserError(f"Scale target of effector {plan.effector + 1}: {error}") from error
+
+
 # --- Solving ------------------------------------------------------------------------------
 
 _solvers: dict[tuple[Any, ...], Any] = {}
@@ -376,6 +434,13 @@ def solve(obj: bpy.types.Object) -> SolveOutcome:
         raise TendonUserError(f"Armature '{obj.name}' has no effector to solve: {reasons}")
     solver = solver_for(obj.tendon)
     rotations, translations, scales = read_pose(obj, entry)
+    plans = scale_targets(obj, entry, found)
+    if plans:
+        # Scale first, as the guide advises: the positions then reach with the new lengths.
+        goals = np.array([target_scale(obj, obj.tendon.effectors[p.effector]) for p in plans], np.float32)
+        scales = scales.copy()
+        apply_scales(plans, goals, scales)
+        write_scales(obj, entry, {b for p in plans for b in p.bones}, scales)
     try:
         result = solver.solve(entry.rig, found.goals, rotations, translations, scales)
     except tendon.TendonError as error:
@@ -428,6 +493,11 @@ def write_rotations(obj: bpy.types.Object, entry: RigEntry, bones: Any, rotation
         channels = tendon.rotation_channels(rotations[members], mode, previous)
         for pose_bone, values in zip(targets, channels, strict=True):
             set_rotation_channels(pose_bone, mode, values)
+
+
+def write_scales(obj: bpy.types.Object, entry: RigEntry, bones: set[int], scales: np.ndarray) -> None:
+    for bone in bones:
+        obj.pose.bones[int(entry.pose_order[bone])].scale = scales[bone]
 
 
 def reset_chains(obj: bpy.types.Object) -> int:
@@ -511,13 +581,18 @@ class Baker:
         self.original_frame = (scene.frame_current, scene.frame_subframe)
         self.entry = read_rig(obj)
         self.found = build_goals(obj, self.entry)
-        if not self.found.goals:
-            reasons = "; ".join(self.found.warnings) or "add an effector first"
-            raise TendonUserError(f"Armature '{obj.name}' has no effector to bake: {reasons}")
+        self.springs = spring_chains(obj, self.entry, self.found.warnings)
+        if not self.found.goals and not self.springs:
+            reasons = "; ".join(self.found.warnings) or "add an effector or a spring chain first"
+            raise TendonUserError(f"Armature '{obj.name}' has nothing to bake: {reasons}")
         self.solver = solver_for(obj.tendon)
         chains: set[int] = set()
         for bone, chain_length in self.found.chains:
             chains.update(chain_bones(self.entry, bone, chain_length))
+        for spring in self.springs:
+            chains.update(spring.bones)
+        self.scale_plans = scale_targets(obj, self.entry, self.found)
+        self.scaled = sorted({b for plan in self.scale_plans for b in plan.bones})
         self.keyed = list(range(len(self.entry.names))) if settings.all_bones else sorted(chains)
         affecting = set()
         for bone in chains:
@@ -531,6 +606,7 @@ class Baker:
         self.uses_pole = any(g.pole is not None for g in self.found.goals)
         self.rotation_targets = np.tile(np.array([1, 0, 0, 0], np.float32), (frames, goals, 1))
         self.poles = np.zeros((frames, goals, 3), np.float32)
+        self.scale_goals = np.ones((frames, len(self.scale_plans), 3), np.float32)
         self.per_frame_pose = self.slow_reason is not None
         if self.per_frame_pose:
             self.basis = np.empty((frames, n * 16), np.float32)
@@ -567,7 +643,7 @@ class Baker:
                     )
                 ):
                     return f"target '{target.name}' has delta transforms"
-                allowed = ("location",) if not effector.use_rotation else ("location", "scale")
+                allowed = ("location", "scale") if effector.use_rotation or effector.use_scale else ("location",)
                 reason = animation_reason(target, allowed_paths=allowed)
                 if reason:
                     return f"target '{target.name}' is animated ({reason})"
@@ -600,6 +676,10 @@ class Baker:
             if goal.pole is not None:
                 pole = object_locations(effector.pole_target, self.frames)
                 self.poles[:, k] = pole @ to_armature[:3, :3].T + to_armature[:3, 3]
+        armature_scale = np.array(self.obj.matrix_world.to_scale(), np.float32)
+        for k, plan in enumerate(self.scale_plans):
+            target = self.obj.tendon.effectors[plan.effector].target
+            self.scale_goals[:, k] = object_channel(target, "scale", self.frames) / armature_scale
         self.sampled = len(self.frames)
 
     def sample_scene(self, first: int, end: int) -> None:
@@ -617,26 +697,20 @@ class Baker:
                 if goal.pole is not None:
                     pole = to_armature @ target_world_matrix(effector.pole_target, effector.pole_subtarget, label)
                     self.poles[t, k] = pole.translation
+            for k, plan in enumerate(self.scale_plans):
+                self.scale_goals[t, k] = target_scale(obj, obj.tendon.effectors[plan.effector])
             obj.pose.bones.foreach_get("matrix_basis", self.basis[t])
         self.sampled = end
 
     def solve(self) -> Any:
         tendon = native()
-        n = len(self.entry.names)
-        frames = len(self.frames)
         extra: dict[str, Any] = {}
         if self.uses_rotation:
             extra["rotation_targets"] = self.rotation_targets
         if self.uses_pole:
             extra["poles"] = self.poles
-        if self.per_frame_pose:
-            matrices = self.basis.reshape(frames * n, 4, 4)
-            rotations, translations, scales = tendon.matrices_to_transforms(matrices, column_major=True)
-            pose = (rotations.reshape(frames, n, 4), translations.reshape(frames, n, 3), scales.reshape(frames, n, 3))
-            if not self.entry.pose_in_order:
-                pose = tuple(array[:, self.entry.pose_order] for array in pose)
-        else:
-            pose = self.static_pose
+        pose = self.frame_poses()
+        self.pose = pose
         try:
             return self.solver.solve_frames(
                 self.entry.rig,
@@ -649,14 +723,67 @@ class Baker:
         except tendon.TendonError as error:
             raise TendonUserError(f"Armature '{self.obj.name}': {error}") from error
 
+    def frame_poses(self) -> tuple[np.ndarray, ...]:
+        """The start pose: one, or one per frame (animated, or with scale targets applied)."""
+        tendon = native()
+        n, frames = len(self.entry.names), len(self.frames)
+        if self.per_frame_pose:
+            matrices = self.basis.reshape(frames * n, 4, 4)
+            rotations, translations, scales = tendon.matrices_to_transforms(matrices, column_major=True)
+            pose = (rotations.reshape(frames, n, 4), translations.reshape(frames, n, 3), scales.reshape(frames, n, 3))
+            if not self.entry.pose_in_order:
+                pose = tuple(array[:, self.entry.pose_order] for array in pose)
+        elif self.scale_plans or self.springs:
+            pose = tuple(np.repeat(array[None], frames, axis=0) for array in self.static_pose)
+        else:
+            return self.static_pose
+        if self.scale_plans:
+            scales = pose[2].copy()
+            for t in range(frames):
+                apply_scales(self.scale_plans, self.scale_goals[t], scales[t])
+            pose = (pose[0], pose[1], scales)
+        return pose
+
+    def simulate_springs(self, rotations: np.ndarray) -> np.ndarray:
+        """Runs each spring chain through the frame range on top of the solved pose."""
+        if not self.springs:
+            return rotations
+        tendon, scene = native(), self.scene
+        fps = scene.render.fps / scene.render.fps_base
+        dt = self.settings.step / fps
+        gravity = scene.gravity if scene.use_gravity else (0.0, 0.0, 0.0)
+        to_armature = self.obj.matrix_world.inverted_safe().to_3x3()
+        _, translations, scales = self.pose
+        for spring in self.springs:
+            item = self.obj.tendon.springs[spring.item]
+            armature_gravity = to_armature @ (Vector(gravity) * item.gravity)
+            try:
+                simulation = tendon.SpringSimulation(
+                    self.entry.rig,
+                    [(spring.tip, spring.chain_length, [item.mass] * len(spring.bones))],
+                    gravity=tuple(armature_gravity),
+                    damping=item.damping,
+                    stiffness=item.stiffness,
+                )
+                rotations = simulation.simulate(rotations, dt, translations, scales)
+            except tendon.TendonError as error:
+                raise TendonUserError(f"Spring chain of bone '{item.bone}': {error}") from error
+        return rotations
+
     def finish(self) -> BakeOutcome:
         """Solves every frame in one call and writes the keys."""
         while self.sampled < len(self.frames):
             self.step()
         if self.per_frame_pose:
             self.restore_frame()
-        result = self.solve()
-        solved = result.rotations
+        if self.found.goals:
+            result = self.solve()
+            reached, largest = int(np.count_nonzero(result.reached)), float(result.residual.max())
+            solved = result.rotations
+        else:
+            self.pose = self.frame_poses()
+            reached, largest, solved = len(self.frames), 0.0, self.pose[0]
+        solved = self.simulate_springs(solved)
         if not np.isfinite(solved).all():
             raise TendonUserError(
                 f"Armature '{self.obj.name}': the solver produced non-finite rotations; nothing baked"
@@ -665,6 +792,7 @@ class Baker:
         action, slot, _old = bake.prepare_action(obj, self.settings.new_action)
         frames = self.frames.astype(np.float32)
         span = (float(self.frames[0]), float(self.frames[-1]))
+        interpolation = self.settings.interpolation
         keys = 0
         for bone in self.keyed:
             pose_bone = obj.pose.bones[int(self.entry.pose_order[bone])]
@@ -672,17 +800,23 @@ class Baker:
             previous = np.array([rotation_channels_of(pose_bone, mode)], np.float32)
             channels = tendon.rotation_channels(solved[:, bone], mode, previous, series=True)
             keys += bake.write_bone_channels(
-                action, slot, pose_bone.name, mode, frames, channels, self.settings.interpolation, span
+                action, slot, pose_bone.name, bake.rotation_channel(mode), frames, channels, interpolation, span
+            )
+        scales = self.pose[2]
+        for bone in self.scaled:
+            pose_bone = obj.pose.bones[int(self.entry.pose_order[bone])]
+            keys += bake.write_bone_channels(
+                action, slot, pose_bone.name, "scale", frames, scales[:, bone], interpolation, span
             )
         self.restore_frame()
         return BakeOutcome(
             frames=len(self.frames),
-            bones=len(self.keyed),
+            bones=len(set(self.keyed) | set(self.scaled)),
             keys=keys,
             seconds=time.perf_counter() - self.started,
             sampling=self.sampling,
-            frames_reached=int(np.count_nonzero(result.reached)),
-            largest_error=float(result.residual.max()),
+            frames_reached=reached,
+            largest_error=largest,
             action=action.name,
             warnings=self.found.warnings,
         )
@@ -724,14 +858,50 @@ def animation_reason(id_data: bpy.types.ID, allowed_paths: tuple[str, ...]) -> s
     return f"'{other[0]}'"
 
 
+def object_channel(obj: bpy.types.Object, channel: str, frames: np.ndarray) -> np.ndarray:
+    """An object's `location` or `scale` at each frame, (frames, 3), from its F-curves."""
+    values = np.tile(np.array(getattr(obj, channel), np.float32), (len(frames), 1))
+    for axis in range(3):
+        fcurve = bake.find_fcurve(obj, channel, axis)
+        if fcurve is not None:
+            values[:, axis] = [fcurve.evaluate(float(frame)) for frame in frames]
+    return values
+
+
 def object_locations(obj: bpy.types.Object, frames: np.ndarray) -> np.ndarray:
     """An unparented object's location at each frame, (frames, 3), from its F-curves."""
-    locations = np.tile(np.array(obj.location, np.float32), (len(frames), 1))
-    for axis in range(3):
-        fcurve = bake.find_fcurve(obj, "location", axis)
-        if fcurve is not None:
-            locations[:, axis] = [fcurve.evaluate(float(frame)) for frame in frames]
-    return locations
+    return object_channel(obj, "location", frames)
+
+
+@dataclass
+class SpringPlan:
+    """An enabled spring chain whose bones exist."""
+
+    item: int
+    tip: int
+    chain_length: int
+    bones: list[int]
+
+
+def spring_chains(obj: bpy.types.Object, entry: RigEntry, warnings: list[str]) -> list[SpringPlan]:
+    """The armature's enabled spring chains; broken ones are named in `warnings`."""
+    plans = []
+    taken: set[int] = set()
+    for position, item in enumerate(obj.tendon.springs):
+        if not item.enabled:
+            continue
+        tip = entry.index.get(item.bone)
+        label = f"spring chain {position + 1} ('{item.bone}')"
+        if tip is None:
+            warnings.append(f"{label}: armature '{obj.name}' has no bone '{item.bone}'; skipped")
+            continue
+        bones = chain_bones(entry, tip, item.chain_length)
+        if taken & set(bones):
+            warnings.append(f"{label} shares bones with another spring chain; skipped")
+            continue
+        taken.update(bones)
+        plans.append(SpringPlan(position, tip, len(bones), bones))
+    return plans
 
 
 # --- Live mode ----------------------------------------------------------------------------

@@ -150,6 +150,65 @@ class TENDON_OT_remove_effector(Operator):
         return {"FINISHED"}
 
 
+class TENDON_OT_add_spring(Operator):
+    """Make the active bone the tip of a spring chain that swings and settles when baking"""
+
+    bl_idname = "tendon.add_spring"
+    bl_label = "Add Spring Chain"
+    bl_options: ClassVar[set[str]] = {"REGISTER", "UNDO"}
+
+    chain_length: IntProperty(
+        name="Chain Length",
+        default=3,
+        min=0,
+        max=255,
+        description="Bones that swing, counting the tip (0: to the root)",
+    )
+
+    @classmethod
+    def poll(cls, context: Context) -> bool:
+        if not poll_armature(cls, context):
+            return False
+        if context.active_pose_bone is None:
+            cls.poll_message_set("Select the chain's tip bone (make it active)")
+            return False
+        return True
+
+    def execute(self, context: Context) -> set[str]:
+        settings = context.active_object.tendon
+        spring = settings.springs.add()
+        spring.bone = context.active_pose_bone.name
+        spring.chain_length = self.chain_length
+        settings.active_spring_index = len(settings.springs) - 1
+        self.report({"INFO"}, f"Spring chain of {self.chain_length or 'all'} bone(s) ending at '{spring.bone}'")
+        return {"FINISHED"}
+
+
+class TENDON_OT_remove_spring(Operator):
+    """Remove the active spring chain"""
+
+    bl_idname = "tendon.remove_spring"
+    bl_label = "Remove Spring Chain"
+    bl_options: ClassVar[set[str]] = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context: Context) -> bool:
+        if not poll_armature(cls, context):
+            return False
+        settings = context.active_object.tendon
+        if not 0 <= settings.active_spring_index < len(settings.springs):
+            cls.poll_message_set("No spring chain is selected")
+            return False
+        return True
+
+    def execute(self, context: Context) -> set[str]:
+        settings = context.active_object.tendon
+        index = settings.active_spring_index
+        settings.springs.remove(index)
+        settings.active_spring_index = max(0, min(index, len(settings.springs) - 1))
+        return {"FINISHED"}
+
+
 class TENDON_OT_import_blender_ik(Operator):
     """Turn the armature's IK constraints into Tendon effectors and mute the constraints"""
 
@@ -363,7 +422,13 @@ class TENDON_OT_bake(Operator):
 
     @classmethod
     def poll(cls, context: Context) -> bool:
-        return has_effectors(cls, context)
+        if not poll_armature(cls, context):
+            return False
+        settings = context.active_object.tendon
+        if not any(item.enabled for item in (*settings.effectors, *settings.springs)):
+            cls.poll_message_set("Add an effector or a spring chain first (Tendon tab)")
+            return False
+        return True
 
     def settings(self, context: Context) -> bridge.BakeSettings:
         scene = context.scene
@@ -437,6 +502,8 @@ classes = (
     TENDON_OT_bake,
     TENDON_OT_add_effector,
     TENDON_OT_remove_effector,
+    TENDON_OT_add_spring,
+    TENDON_OT_remove_spring,
     TENDON_OT_import_blender_ik,
     TENDON_OT_import_limits,
     TENDON_OT_reset_pose,

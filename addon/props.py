@@ -11,6 +11,7 @@ from bpy.props import (
     CollectionProperty,
     EnumProperty,
     FloatProperty,
+    FloatVectorProperty,
     IntProperty,
     PointerProperty,
     StringProperty,
@@ -37,6 +38,10 @@ EULER_ITEMS = [
 def native_default(solver: str, key: str, fallback: float) -> float:
     """A solver setting's default from the native library, so defaults are stated once."""
     return float(bridge.solver_defaults(solver).get(key, fallback))
+
+
+def spring_default(key: str, fallback: float) -> float:
+    return float(bridge.spring_defaults().get(key, fallback))
 
 
 def live_changed(self: "TendonArmatureSettings", context: bpy.types.Context) -> None:
@@ -74,11 +79,48 @@ class TendonEffector(PropertyGroup):
         name="Pole Target", type=bpy.types.Object, description="Object the chain's plane turns towards"
     )
     pole_subtarget: StringProperty(name="Pole Bone", description="Bone of the pole target when it is an armature")
+    use_scale: BoolProperty(
+        name="Scale",
+        default=False,
+        description="Scale the chain's bones so the effector's scale matches the target's (solved before positions)",
+    )
     pole_angle: FloatProperty(
         name="Pole Angle",
         default=0.0,
         subtype="ANGLE",
         description="As in Blender's IK: the chain root bone's X axis, turned by this angle, points at the pole",
+    )
+
+
+class TendonSpring(PropertyGroup):
+    """A chain of bones that swings and settles (mass-spring), simulated when baking."""
+
+    enabled: BoolProperty(name="Enabled", default=True, description="Simulate this chain when baking")
+    bone: StringProperty(name="Tip Bone", description="The chain's last bone (e.g. the tail's tip)")
+    chain_length: IntProperty(
+        name="Chain Length",
+        default=3,
+        min=0,
+        max=255,
+        description="How many bones, counting the tip, swing (0: up to the root)",
+    )
+    mass: FloatProperty(name="Mass", default=1.0, min=0.001, soft_max=10.0, description="Mass of each bone's far end")
+    stiffness: FloatProperty(
+        name="Stiffness",
+        default=spring_default("stiffness", 6.0),
+        min=0.0,
+        soft_max=60.0,
+        description="How strongly the chain returns to its animated pose (a spring's frequency, radians per second)",
+    )
+    damping: FloatProperty(
+        name="Damping",
+        default=spring_default("damping", 2.0),
+        min=0.0,
+        soft_max=20.0,
+        description="How fast the swinging dies out, per second",
+    )
+    gravity: FloatProperty(
+        name="Gravity", default=1.0, min=0.0, soft_max=2.0, description="Share of the scene's gravity the chain feels"
     )
 
 
@@ -110,6 +152,8 @@ class TendonArmatureSettings(PropertyGroup):
     )
     effectors: CollectionProperty(type=TendonEffector, name="Effectors")
     active_effector_index: IntProperty(name="Active Effector", default=0, min=0)
+    springs: CollectionProperty(type=TendonSpring, name="Spring Chains")
+    active_spring_index: IntProperty(name="Active Spring Chain", default=0, min=0)
     live: BoolProperty(
         name="Live",
         default=False,
@@ -155,10 +199,13 @@ class TendonBoneLimits(PropertyGroup):
     """Joint limits of one pose bone, on Euler angles of its rotation relative to rest."""
 
     euler_order: EnumProperty(name="Euler Order", items=EULER_ITEMS, default="XYZ")
+    use_scale_limit: BoolProperty(name="Limit Scale", description="Limit the scale scale targets give this bone")
+    scale_min: FloatVectorProperty(name="Min Scale", size=3, default=(0.5, 0.5, 0.5), min=1e-3, soft_max=10.0)
+    scale_max: FloatVectorProperty(name="Max Scale", size=3, default=(2.0, 2.0, 2.0), min=1e-3, soft_max=10.0)
     __annotations__.update(axis_properties())
 
 
-classes = (TendonEffector, TendonArmatureSettings, TendonBoneLimits)
+classes = (TendonEffector, TendonSpring, TendonArmatureSettings, TendonBoneLimits)
 
 
 def register() -> None:

@@ -111,6 +111,7 @@ class TENDON_PT_effectors(TendonPanel, Panel):
         column.prop(effector, "chain_length")
         column.prop(effector, "weight")
         column.prop(effector, "use_tail")
+        column.prop(effector, "use_scale")
         row = column.row(align=True)
         row.prop(effector, "use_rotation")
         sub = row.row()
@@ -121,6 +122,53 @@ class TENDON_PT_effectors(TendonPanel, Panel):
             if effector.pole_target.type == "ARMATURE":
                 column.prop_search(effector, "pole_subtarget", effector.pole_target.data, "bones")
             column.prop(effector, "pole_angle")
+
+
+class TENDON_UL_springs(UIList):
+    def draw_item(
+        self,
+        _context: Context,
+        layout: bpy.types.UILayout,
+        _data: Any,
+        item: Any,
+        _icon: int,
+        _active_data: Any,
+        _active_property: str,
+        _index: int = 0,
+        _flt_flag: int = 0,
+    ) -> None:
+        row = layout.row(align=True)
+        row.prop(item, "enabled", text="")
+        length = item.chain_length or "all"
+        row.label(text=f"{item.bone or '(no bone)'} ({length} bones)", icon="FORCE_HARMONIC")
+
+
+class TENDON_PT_springs(TendonPanel, Panel):
+    bl_label = "Spring Chains"
+    bl_parent_id = "TENDON_PT_main"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    @classmethod
+    def poll(cls, context: Context) -> bool:
+        return armature_or_reason(context)[1] is None
+
+    def draw(self, context: Context) -> None:
+        layout = self.layout
+        obj = context.active_object
+        settings = obj.tendon
+        row = layout.row()
+        row.template_list("TENDON_UL_springs", "", settings, "springs", settings, "active_spring_index", rows=2)
+        buttons = row.column(align=True)
+        buttons.operator("tendon.add_spring", text="", icon="ADD")
+        buttons.operator("tendon.remove_spring", text="", icon="REMOVE")
+        if not 0 <= settings.active_spring_index < len(settings.springs):
+            layout.label(text="Tails, ears and hair swing and settle when baked", icon="INFO")
+            return
+        spring = settings.springs[settings.active_spring_index]
+        column = layout.column()
+        column.prop_search(spring, "bone", obj.data, "bones")
+        for name in ("chain_length", "mass", "stiffness", "damping", "gravity"):
+            column.prop(spring, name)
 
 
 class TENDON_PT_limits(TendonPanel, Panel):
@@ -141,6 +189,11 @@ class TENDON_PT_limits(TendonPanel, Panel):
         limits = pose_bone.tendon
         layout.label(text=pose_bone.name, icon="BONE_DATA")
         layout.prop(limits, "euler_order")
+        row = layout.row()
+        row.prop(limits, "use_scale_limit")
+        if limits.use_scale_limit:
+            layout.prop(limits, "scale_min")
+            layout.prop(limits, "scale_max")
         for axis in "xyz":
             box = layout.box()
             row = box.row(align=True)
@@ -162,4 +215,11 @@ class TENDON_PT_limits(TendonPanel, Panel):
                 column.prop(limits, f"rigidity_{sign}_{axis}", text=f"{sign[:3].title()} Rigidity")
 
 
-classes = (TENDON_UL_effectors, TENDON_PT_main, TENDON_PT_effectors, TENDON_PT_limits)
+classes = (
+    TENDON_UL_effectors,
+    TENDON_UL_springs,
+    TENDON_PT_main,
+    TENDON_PT_effectors,
+    TENDON_PT_springs,
+    TENDON_PT_limits,
+)

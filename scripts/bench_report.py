@@ -19,6 +19,8 @@ TARGETS = [
     ("jacobian_dls", "cold", 16, 20_000, "Jacobian DLS, 16 bones, cold"),
     ("two_bone", "cold", 2, 50, "two-bone, whole rig solve"),
     ("two_bone", "limb", 2, 50, "two-bone, closed-form limb kernel"),
+    ("spring", "frame", 16, 5_000, "spring chain, 16 bones, one frame at 24 fps"),
+    ("spring", "thousand_frames_ten_chains", 160, 100_000_000, "spring, 1000 frames of ten 16-bone chains"),
 ]
 START, END = "<!-- bench:core:start -->", "<!-- bench:core:end -->"
 

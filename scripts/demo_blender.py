@@ -1,8 +1,9 @@
 """The main job's Blender half: installs the add-on zip into headless Blender 5.0, builds
 the demo character (the 50-bone humanoid with a tail), gives it hand, foot and head
-effectors with animated targets (a walk, a reach and a look around), bakes the IK, saves
-out/demo.blend and renders out/demo.png, a strip of poses. Prints and writes the timings
-to out/demo-blender.txt.
+effectors with animated targets (a walk, a reach and a look around) and swaying hips,
+makes its tail a spring chain, bakes the IK and the tail's motion, saves out/demo.blend
+and renders out/demo.png, a strip of poses. Prints and writes the timings to
+out/demo-blender.txt.
 
     .venv-blender-5.0/bin/python scripts/demo_blender.py dist/tendon-*-linux_x64.zip
 """
@@ -94,6 +95,19 @@ def animate_targets(obj: bpy.types.Object) -> list[bpy.types.Object]:
     return targets
 
 
+def sway_hips(obj: bpy.types.Object) -> None:
+    """The hips turn and bob with the steps: the limbs' IK makes up for it, the tail swings."""
+    hips = obj.pose.bones["hips"]
+    hips.rotation_mode = "XYZ"
+    for frame in range(1, FRAMES + 1, 4):
+        phase = 2.0 * math.pi * (frame - 1) / 48.0
+        # The hips bone points up (its Y is world Z): turning about Y turns the body.
+        hips.rotation_euler = (0.0, 0.25 * math.sin(phase), 0.0)
+        hips.location = (0.0, 0.02 * math.cos(2.0 * phase), 0.0)
+        hips.keyframe_insert("rotation_euler", frame=frame)
+        hips.keyframe_insert("location", frame=frame)
+
+
 def bone_meshes(obj: bpy.types.Object) -> None:
     """A visible body for the render: an octahedral bone shape per bone (Blender's own bone
     look), parented to it, coloured by side."""
@@ -179,6 +193,9 @@ def main() -> None:
     started = time.perf_counter()
     obj = rigs.humanoid("Tendon Demo")
     targets = animate_targets(obj)
+    sway_hips(obj)
+    tail = obj.tendon.springs.add()
+    tail.bone, tail.chain_length, tail.stiffness, tail.damping = "tail.4", 5, 5.0, 1.5
     obj.tendon.solver = "FABRIK"
     timings.append(("build the character and its animated targets", time.perf_counter() - started))
 
@@ -206,7 +223,8 @@ def main() -> None:
 
     lines = [
         f"Tendon demo in Blender {bpy.app.version_string}: {len(obj.pose.bones)}-bone humanoid, "
-        f"{len(EFFECTORS)} animated effectors (walk, reach, look), {FRAMES} frames baked.",
+        f"{len(EFFECTORS)} animated effectors (walk, reach, look), swaying hips and a spring tail, "
+        f"{FRAMES} frames baked.",
         f"Effector to target over every frame: mean {np.mean(errors):.2e}, largest {np.max(errors):.2e} "
         "(Blender units; the character is 1.8 tall).",
         "",

@@ -240,7 +240,7 @@ def test_bake_with_an_animated_spine_and_a_parented_target() -> None:
 
 def test_bake_is_refused_without_effectors_and_for_an_empty_range() -> None:
     obj = rigs.chain(2)
-    with pytest.raises(RuntimeError, match="Add an effector"):
+    with pytest.raises(RuntimeError, match="Add an effector or a spring chain"):
         bpy.ops.tendon.bake()
     rigs.add_effector(obj, "b1", rigs.empty("target", (0.0, 1.0, 1.0)))
     with pytest.raises(RuntimeError, match="is empty"):
@@ -273,3 +273,83 @@ def test_keys_for_the_cross_version_check(tmp_path: Path) -> None:
     out.mkdir(exist_ok=True)
     (out / f"bake-keys-{version}.json").write_text(json.dumps(keys, sort_keys=True))
     assert len(keys) == 12
+
+
+def test_spring_chain_swings_and_settles_as_simulated() -> None:
+    obj = rigs.chain(6, bend=0.05)
+    root = obj.pose.bones["b0"]
+    for frame, angle in ((1, 0.0), (12, 0.6), (24, -0.6), (36, 0.0)):
+        root.rotation_quaternion = (np.cos(angle / 2), 0.0, 0.0, np.sin(angle / 2))
+        root.keyframe_insert("rotation_quaternion", frame=frame)
+    rigs.activate(obj)
+    obj.data.bones.active = obj.data.bones["b5"]
+    assert bpy.ops.tendon.add_spring(chain_length=3) == {"FINISHED"}
+    spring = obj.tendon.springs[0]
+    spring.damping, spring.stiffness = 1.0, 3.0
+    # What the native simulation gives for the animated poses (the bake must match it).
+    scene = bpy.context.scene
+    n = len(obj.pose.bones)
+    basis = np.empty((48, n * 16), np.float32)
+    for t, frame in enumerate(range(1, 49)):
+        scene.frame_set(frame)
+        obj.pose.bones.foreach_get("matrix_basis", basis[t])
+    rig = bridge().read_rig(obj).rig
+    rotations, translations, scales = bake_module_native().matrices_to_transforms(
+        basis.reshape(48 * n, 4, 4), column_major=True
+    )
+    simulation = bake_module_native().SpringSimulation(
+        rig, [("b5", 3, [1.0] * 3)], gravity=(0.0, 0.0, -9.81), damping=1.0, stiffness=3.0
+    )
+    expected = simulation.simulate(
+        rotations.reshape(48, n, 4), 1 / 24, translations.reshape(48, n, 3), scales.reshape(48, n, 3)
+    )
+    scene.frame_set(1)
+    assert bpy.ops.tendon.bake(frame_start=1, frame_end=48) == {"FINISHED"}
+    assert "of 3 bone(s)" in obj.tendon.status
+    for k, bone in enumerate(("b3", "b4", "b5")):
+        got = quaternion_keys(obj, bone)
+        assert got.shape == (48, 4)
+        assert np.abs(got - expected[:, 3 + k]).max() < 1e-5, bone
+    # b0's own animation is kept as it was (four keys); the tail starts on its animated
+    # pose (the simulation restarts at the first baked frame) and then moves on its own.
+    assert len(keys_of(obj, 'pose.bones["b0"].rotation_quaternion', 0)) == 4
+    first = np.stack([quaternion_keys(obj, b)[0] for b in ("b3", "b4", "b5")])
+    np.testing.assert_allclose(first, np.tile([1.0, 0.0, 0.0, 0.0], (3, 1)), atol=1e-6)
+    last = np.stack([quaternion_keys(obj, b)[-1] for b in ("b3", "b4", "b5")])
+    assert np.abs(last - first).max() > 0.05
+
+
+def bake_module_native() -> object:
+    import tendon
+
+    return tendon
+
+
+def test_scale_target_scales_the_chain_before_reaching() -> None:
+    obj = rigs.chain(3)
+    target = rigs.empty("target", rigs.random_pose_tail(obj, "b2", seed=6, spread=0.5) * 1.3)
+    target.scale = (1.5, 1.5, 1.5)
+    rigs.add_effector(obj, "b2", target, chain_length=3)
+    obj.tendon.effectors[0].use_scale = True
+    assert bpy.ops.tendon.solve() == {"FINISHED"}
+    product = np.prod([tuple(obj.pose.bones[b].scale) for b in ("b0", "b1", "b2")], axis=0)
+    np.testing.assert_allclose(product, (1.5, 1.5, 1.5), rtol=1e-5)
+    assert (rigs.tail_world(obj, "b2") - target.location).length < 1e-4
+    # Limits: b1 may not grow past 1.05, the others take up the rest.
+    obj.pose.bones["b1"].tendon.use_scale_limit = True
+    obj.pose.bones["b1"].tendon.scale_max = (1.05, 1.05, 1.05)
+    bpy.ops.tendon.solve()
+    assert obj.pose.bones["b1"].scale.x == pytest.approx(1.05, abs=1e-5)
+    product = np.prod([tuple(obj.pose.bones[b].scale) for b in ("b0", "b1", "b2")], axis=0)
+    np.testing.assert_allclose(product, (1.5, 1.5, 1.5), rtol=1e-5)
+    # Baked: an animated target scale becomes scale keys on the chain's bones.
+    target.scale = (1.0, 1.0, 1.0)
+    target.keyframe_insert("scale", frame=1)
+    target.scale = (1.6, 1.6, 1.6)
+    target.keyframe_insert("scale", frame=10)
+    target.keyframe_insert("location", frame=1)
+    assert bpy.ops.tendon.bake(frame_start=1, frame_end=10) == {"FINISHED"}
+    scales = np.stack([keys_of(obj, f'pose.bones["{b}"].scale', 0)[:, 1] for b in ("b0", "b1", "b2")])
+    np.testing.assert_allclose(scales.prod(axis=0)[[0, -1]], (1.0, 1.6), rtol=1e-5)
+    bpy.context.scene.frame_set(10)
+    assert (rigs.tail_world(obj, "b2") - target.location).length < 1e-4

@@ -271,3 +271,39 @@ def test_solve_frames_with_animated_poses_rotation_targets_and_poles() -> None:
             previous, previous_start = single, start
     with pytest.raises(tendon.ShapeError, match="poles"):
         solver.solve_frames(rig, [goal], targets.astype(np.float32), poles=np.zeros((2, 1, 3)))
+
+
+def test_spring_simulation_hangs_a_tail_and_keeps_lengths() -> None:
+    rig = bent_chain(6)
+    sim = tendon.SpringSimulation(rig, [("b5", 4)], damping=3.0, stiffness=0.0)
+    assert tendon.SpringSimulation.defaults()["iterations"] >= 1
+    rest = np.tile(np.array([1, 0, 0, 0], np.float32), (6, 1))
+    frames = sim.simulate(np.tile(rest, (48, 1, 1)), 1 / 24)
+    assert frames.shape == (48, 6, 4) and np.isfinite(frames).all()
+    # The two bones outside the chain keep the animated (rest) rotation; the tail moved.
+    np.testing.assert_array_equal(frames[:, :2], np.tile(rest[:2], (48, 1, 1)))
+    assert np.abs(frames[-1, 2:] - rest[2:]).max() > 0.05
+    points = sim.points(0)
+    lengths = np.linalg.norm(np.diff(points, axis=0), axis=1)
+    np.testing.assert_allclose(lengths, [1.0 - 0.1 * (i % 5) for i in range(2, 6)], atol=1e-4)
+    # Frame by frame gives the same as the batch.
+    again = tendon.SpringSimulation(rig, [("b5", 4)], damping=3.0, stiffness=0.0)
+    again.reset(rest)
+    for f in range(48):
+        np.testing.assert_array_equal(again.advance(0.0 if f == 0 else 1 / 24, rest), frames[f])
+    with pytest.raises(tendon.SolverError, match="unknown spring setting 'springiness'"):
+        tendon.SpringSimulation(rig, [("b5", 4)], springiness=1.0)
+    with pytest.raises(tendon.BoneIndexError, match="no bone 'nope'"):
+        tendon.SpringSimulation(rig, [("nope", 2)])
+    with pytest.raises(tendon.TendonError, match="mass of bone 'b5'"):
+        tendon.SpringSimulation(rig, [("b5", 2, [1.0, -1.0])])
+
+
+def test_distribute_scale() -> None:
+    scales = tendon.distribute_scale((8.0, 1.0, -8.0), 3)
+    np.testing.assert_allclose(scales.prod(axis=0), (8.0, 1.0, -8.0), rtol=1e-5)
+    low, high = np.full((3, 3), 0.5, np.float32), np.full((3, 3), 1.5, np.float32)
+    limited = tendon.distribute_scale((4.0, 0.01, 1.2), 3, low, high)
+    np.testing.assert_allclose(limited.prod(axis=0), (1.5**3, 0.5**3, 1.2), rtol=1e-5)
+    with pytest.raises(tendon.TendonError, match="both min and max"):
+        tendon.distribute_scale((1, 1, 1), 3, min=low)

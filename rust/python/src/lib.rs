@@ -14,8 +14,10 @@ use pyo3::types::{PyDict, PyTuple};
 use pyo3::IntoPyObjectExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use tendon_core::{
-    AnySolver, EffectorPoint, Goal as CoreGoal, JointLimits, Pose, Rig as CoreRig, RigDesc,
-    RotationMode, SolveReport, Solver as _, SolverConfig, TendonError as CoreError,
+    distribute_scale as core_distribute_scale, AnySolver, EffectorPoint, Goal as CoreGoal,
+    JointLimits, Pose, Rig as CoreRig, RigDesc, RotationMode, ScaleLimits, SolveReport,
+    Solver as _, SolverConfig, SphereCollider, SpringChain, SpringParams,
+    SpringSimulation as CoreSpringSimulation, TendonError as CoreError,
 };
 
 create_exception!(
@@ -1255,6 +1257,268 @@ fn ensure_finite_array(values: &[f32], what: &str) -> PyResult<()> {
     }
 }
 
+/// A bone given by name or caller index, as a depth-first index.
+fn bone_index(rig: &CoreRig, bone: &Bound<'_, PyAny>, what: &str) -> PyResult<usize> {
+    if let Ok(name) = bone.extract::<String>() {
+        return rig
+            .index_of(&name)
+            .ok_or_else(|| BoneIndexError::new_err(format!("{what}: there is no bone '{name}'")));
+    }
+    match bone.extract::<usize>() {
+        Ok(i) if i < rig.len() => Ok(rig.to_dfs(i)),
+        Ok(i) => Err(BoneIndexError::new_err(format!(
+            "{what}: bone index {i} is out of range for a rig of {} bones",
+            rig.len()
+        ))),
+        Err(_) => Err(BoneIndexError::new_err(format!(
+            "{what}: a bone is a name or a non-negative index"
+        ))),
+    }
+}
+
+/// A collider as Python gives it: (bone, centre in the bone's frame, radius).
+type ColliderArgs<'py> = (Bound<'py, PyAny>, (f32, f32, f32), f32);
+
+/// Secondary motion: mass-spring (Verlet) chains simulated frame by frame.
+///
+/// `chains` lists `(tip bone, chain length)` pairs (0: up to the root), optionally with a
+/// third item, the masses of the chain's bones root-most first; `colliders` lists
+/// `(bone, centre in the bone's frame, radius)` spheres. Settings are keywords (see
+/// `SpringSimulation.defaults()`). Poses are given and returned in the rig's bone order.
+#[pyclass(module = "tendon._native", name = "SpringSimulation")]
+struct SpringSimulation {
+    rig: CoreRig,
+    sim: CoreSpringSimulation,
+    pose: Pose,
+    out: Pose,
+    scratch: Vec<f32>,
+}
+
+#[pymethods]
+impl SpringSimulation {
+    #[new]
+    #[pyo3(signature = (rig, chains, colliders = None, **settings))]
+    fn new(
+        rig: &Rig,
+        chains: Vec<Bound<'_, PyAny>>,
+        colliders: Option<Vec<ColliderArgs<'_>>>,
+        settings: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<SpringSimulation> {
+        let core_rig = rig.rig.clone();
+        let mut spring_chains = Vec::new();
+        for (k, item) in chains.iter().enumerate() {
+            let what = format!("spring chain {k}");
+            let parts: Vec<Bound<'_, PyAny>> = item.extract().map_err(|_| {
+                TendonError::new_err(format!("{what} must be (tip bone, chain length[, masses])"))
+            })?;
+            if !(2..=3).contains(&parts.len()) {
+                return Err(TendonError::new_err(format!(
+                    "{what} must be (tip bone, chain length[, masses])"
+                )));
+            }
+            let tip = bone_index(&core_rig, &parts[0], &what)?;
+            let length: usize = parts[1].extract()?;
+            let mut chain = SpringChain::new(&core_rig, tip, length).map_err(to_py)?;
+            if let Some(masses) = parts.get(2) {
+                chain = chain.with_masses(masses.extract()?);
+            }
+            spring_chains.push(chain);
+        }
+        let mut spheres = Vec::new();
+        for (k, (bone, centre, radius)) in colliders.unwrap_or_default().iter().enumerate() {
+            spheres.push(SphereCollider {
+                bone: bone_index(&core_rig, bone, &format!("collider {k}"))?,
+                center: Vec3::from(*centre),
+                radius: *radius,
+            });
+        }
+        let mut params = serde_json::to_value(SpringParams::default()).expect("settings serialise");
+        if let Some(settings) = settings {
+            for (key, value) in settings.iter() {
+                let key: String = key.extract()?;
+                if params.get(&key).is_none() {
+                    return Err(SolverError::new_err(format!(
+                        "unknown spring setting '{key}'; known: gravity, damping, stiffness, iterations, time_step, max_step"
+                    )));
+                }
+                let value = if key == "gravity" {
+                    let g: (f32, f32, f32) = value.extract()?;
+                    serde_json::json!([g.0, g.1, g.2])
+                } else if key == "iterations" {
+                    serde_json::json!(value.extract::<u32>()?)
+                } else {
+                    serde_json::json!(value.extract::<f32>()?)
+                };
+                params[&key] = value;
+            }
+        }
+        let params: SpringParams = serde_json::from_value(params)
+            .map_err(|e| SolverError::new_err(format!("spring settings: {e}")))?;
+        let n = core_rig.len();
+        let sim = guarded(|| CoreSpringSimulation::new(&core_rig, spring_chains, spheres, params))?;
+        Ok(SpringSimulation {
+            rig: core_rig,
+            sim,
+            pose: Pose::rest(n),
+            out: Pose::rest(n),
+            scratch: Vec::new(),
+        })
+    }
+
+    /// The default settings.
+    #[staticmethod]
+    fn defaults<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let text = serde_json::to_string(&SpringParams::default()).expect("settings serialise");
+        py.import("json")?.call_method1("loads", (text,))
+    }
+
+    /// Restarts at rest (no motion) from the pose given: rotations (n, 4) w-first, and
+    /// optional translations and scales (n, 3).
+    #[pyo3(signature = (rotations, translations = None, scales = None))]
+    fn reset(
+        &mut self,
+        rotations: &Bound<'_, PyAny>,
+        translations: Option<&Bound<'_, PyAny>>,
+        scales: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        read_pose(
+            &self.rig,
+            rotations,
+            translations,
+            scales,
+            &mut self.pose,
+            &mut self.scratch,
+        )?;
+        let (sim, rig, pose) = (&mut self.sim, &self.rig, &self.pose);
+        guarded(|| sim.reset(rig, pose))
+    }
+
+    /// Advances `dt` seconds to the animated pose given; returns the pose's rotations with
+    /// the chains' bones turned, (n, 4) w-first.
+    #[pyo3(signature = (dt, rotations, translations = None, scales = None))]
+    fn advance<'py>(
+        &mut self,
+        py: Python<'py>,
+        dt: f32,
+        rotations: &Bound<'py, PyAny>,
+        translations: Option<&Bound<'py, PyAny>>,
+        scales: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        read_pose(
+            &self.rig,
+            rotations,
+            translations,
+            scales,
+            &mut self.pose,
+            &mut self.scratch,
+        )?;
+        let (sim, rig, pose, out) = (&mut self.sim, &self.rig, &self.pose, &mut self.out);
+        guarded(|| sim.advance(rig, pose, dt, out))?;
+        let mut data = vec![0.0f32; rig.len() * 4];
+        write_rotations(rig, &self.out, &mut data);
+        new_array(py, &[rig.len(), 4], &data)
+    }
+
+    /// Simulates a frame range in one call: animated poses (frames, n, 4) rotations and
+    /// optional (frames, n, 3) translations and scales, `dt` seconds apart. Restarts at
+    /// the first frame unless `reset` is false. Returns (frames, n, 4) rotations.
+    #[pyo3(signature = (rotations, dt, translations = None, scales = None, reset = true))]
+    fn simulate<'py>(
+        &mut self,
+        py: Python<'py>,
+        rotations: &Bound<'py, PyAny>,
+        dt: f32,
+        translations: Option<&Bound<'py, PyAny>>,
+        scales: Option<&Bound<'py, PyAny>>,
+        reset: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let n = self.rig.len();
+        let mut data = FrameData::default();
+        let frames = read_f32(rotations, "rotations", &[ANY, n, 4], &mut data.rotations)?[0];
+        read_frame_vectors(
+            translations,
+            "translations",
+            [frames, n],
+            0.0,
+            &mut data.translations,
+        )?;
+        read_frame_vectors(scales, "scales", [frames, n], 1.0, &mut data.scales)?;
+        let mut result = vec![0.0f32; frames * n * 4];
+        let (sim, rig, pose, out) = (&mut self.sim, &self.rig, &mut self.pose, &mut self.out);
+        py.detach(|| {
+            guarded(|| {
+                for frame in 0..frames {
+                    frame_pose(rig, &data, frame, pose, None);
+                    if frame == 0 && reset {
+                        sim.reset(rig, pose)?;
+                    }
+                    sim.advance(rig, pose, if frame == 0 { 0.0 } else { dt }, out)?;
+                    write_rotations(rig, out, &mut result[frame * n * 4..(frame + 1) * n * 4]);
+                }
+                Ok(())
+            })
+        })?;
+        new_array(py, &[frames, n, 4], &result)
+    }
+
+    /// The simulated joint positions (armature space) of chain `chain`: its root bone's
+    /// head, then each bone's far end, (k + 1, 3).
+    fn points<'py>(&self, py: Python<'py>, chain: usize) -> PyResult<Bound<'py, PyAny>> {
+        if chain >= self.sim.chains().len() {
+            return Err(BoneIndexError::new_err(format!(
+                "chain {chain} does not exist ({} chains)",
+                self.sim.chains().len()
+            )));
+        }
+        let points = self.sim.points(chain);
+        let flat: Vec<f32> = points.iter().flat_map(|p| p.to_array()).collect();
+        new_array(py, &[points.len(), 3], &flat)
+    }
+}
+
+/// Spreads a goal scale (3,) over `count` bones, root-most first: per axis the product of
+/// the returned scales (count, 3) is the goal, or the closest the optional per-bone limits
+/// `min` and `max` (count, 3; positive) allow.
+#[pyfunction]
+#[pyo3(signature = (goal, count, min = None, max = None))]
+fn distribute_scale<'py>(
+    py: Python<'py>,
+    goal: &Bound<'py, PyAny>,
+    count: usize,
+    min: Option<&Bound<'py, PyAny>>,
+    max: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut scratch = Vec::new();
+    read_f32(goal, "goal", &[3], &mut scratch)?;
+    let goal = vec3(&scratch);
+    let limits = match (min, max) {
+        (None, None) => None,
+        (Some(low), Some(high)) => {
+            let (mut lows, mut highs) = (Vec::new(), Vec::new());
+            read_f32(low, "min", &[count, 3], &mut lows)?;
+            read_f32(high, "max", &[count, 3], &mut highs)?;
+            Some(
+                lows.chunks_exact(3)
+                    .zip(highs.chunks_exact(3))
+                    .map(|(l, h)| ScaleLimits {
+                        min: vec3(l),
+                        max: vec3(h),
+                    })
+                    .collect::<Vec<_>>(),
+            )
+        }
+        _ => {
+            return Err(TendonError::new_err(
+                "give both min and max scale limits, or neither",
+            ))
+        }
+    };
+    let mut out = vec![Vec3::ONE; count];
+    guarded(|| core_distribute_scale(goal, limits.as_deref(), &mut out))?;
+    let flat: Vec<f32> = out.iter().flat_map(|v| v.to_array()).collect();
+    new_array(py, &[count, 3], &flat)
+}
+
 /// Tendon's native module: rigs, goals and solvers (see the `tendon` package).
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -1264,6 +1528,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Solver>()?;
     m.add_class::<SolveResult>()?;
     m.add_class::<FramesResult>()?;
+    m.add_class::<SpringSimulation>()?;
     for (name, error) in [
         ("TendonError", py.get_type::<TendonError>()),
         ("RigError", py.get_type::<RigError>()),
@@ -1280,5 +1545,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_test_panic, m)?)?;
     m.add_function(wrap_pyfunction!(rotation_channels, m)?)?;
     m.add_function(wrap_pyfunction!(matrices_to_transforms, m)?)?;
+    m.add_function(wrap_pyfunction!(distribute_scale, m)?)?;
     Ok(())
 }

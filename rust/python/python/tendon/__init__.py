@@ -29,8 +29,10 @@ from ._native import (
     ShapeError,
     Solver,
     SolverError,
+    SpringSimulation,
     TendonError,
     __version__,
+    distribute_scale,
     matrices_to_transforms,
     rotation_channels,
 )
@@ -48,8 +50,10 @@ __all__ = [
     "ShapeError",
     "Solver",
     "SolverError",
+    "SpringSimulation",
     "TendonError",
     "__version__",
+    "distribute_scale",
     "matrices_to_transforms",
     "rotation_channels",
 ]

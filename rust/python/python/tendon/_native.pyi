@@ -21,7 +21,9 @@ __all__ = [
     "SolverError",
     "TendonError",
     "__version__",
+    "SpringSimulation",
     "_test_panic",
+    "distribute_scale",
     "matrices_to_transforms",
     "rotation_channels",
 ]
@@ -32,6 +34,9 @@ _Float32Array: TypeAlias = npt.NDArray[np.float32]
 def _test_panic() -> None: ...
 def rotation_channels(
     rotations: _ArrayLike, mode: str, previous: _ArrayLike | None = None, series: bool = False
+) -> _Float32Array: ...
+def distribute_scale(
+    goal: _ArrayLike, count: int, min: _ArrayLike | None = None, max: _ArrayLike | None = None
 ) -> _Float32Array: ...
 def matrices_to_transforms(
     matrices: _ArrayLike, column_major: bool = False
@@ -170,3 +175,34 @@ class Solver:
     def _time_native_frames(
         self, rig: Rig, goals: list[Goal], targets: _ArrayLike, repeats: int, warm: bool = True
     ) -> float: ...
+
+@final
+class SpringSimulation:
+    def __new__(
+        cls,
+        rig: Rig,
+        chains: list[Any],
+        colliders: list[tuple[str | int, tuple[float, float, float], float]] | None = None,
+        **settings: Any,
+    ) -> SpringSimulation: ...
+    @staticmethod
+    def defaults() -> dict[str, Any]: ...
+    def reset(
+        self, rotations: _ArrayLike, translations: _ArrayLike | None = None, scales: _ArrayLike | None = None
+    ) -> None: ...
+    def advance(
+        self,
+        dt: float,
+        rotations: _ArrayLike,
+        translations: _ArrayLike | None = None,
+        scales: _ArrayLike | None = None,
+    ) -> _Float32Array: ...
+    def simulate(
+        self,
+        rotations: _ArrayLike,
+        dt: float,
+        translations: _ArrayLike | None = None,
+        scales: _ArrayLike | None = None,
+        reset: bool = True,
+    ) -> _Float32Array: ...
+    def points(self, chain: int) -> _Float32Array: ...
