@@ -24,6 +24,29 @@ def poll_armature(cls: Any, context: Context) -> bool:
     return True
 
 
+def poll_active_bone(cls: Any, context: Context, missing: str) -> bool:
+    """`poll_armature`, and an active bone (else `missing` is the reason shown)."""
+    if not poll_armature(cls, context):
+        return False
+    if context.active_pose_bone is None:
+        cls.poll_message_set(missing)
+        return False
+    return True
+
+
+def poll_active_item(cls: Any, context: Context, collection: str, missing: str) -> bool:
+    """`poll_armature`, and a selected item in the armature's `collection` (effectors or
+    springs), whose index is `active_<singular>_index`."""
+    if not poll_armature(cls, context):
+        return False
+    settings = context.active_object.tendon
+    index = getattr(settings, f"active_{collection[:-1]}_index")
+    if not 0 <= index < len(getattr(settings, collection)):
+        cls.poll_message_set(missing)
+        return False
+    return True
+
+
 def has_effectors(cls: Any, context: Context) -> bool:
     if not poll_armature(cls, context):
         return False
@@ -81,12 +104,7 @@ class TENDON_OT_add_effector(Operator):
 
     @classmethod
     def poll(cls, context: Context) -> bool:
-        if not poll_armature(cls, context):
-            return False
-        if context.active_pose_bone is None:
-            cls.poll_message_set("Select the bone that should reach (make it active)")
-            return False
-        return True
+        return poll_active_bone(cls, context, "Select the bone that should reach (make it active)")
 
     def execute(self, context: Context) -> set[str]:
         obj = context.active_object
@@ -132,13 +150,7 @@ class TENDON_OT_remove_effector(Operator):
 
     @classmethod
     def poll(cls, context: Context) -> bool:
-        if not poll_armature(cls, context):
-            return False
-        settings = context.active_object.tendon
-        if not 0 <= settings.active_effector_index < len(settings.effectors):
-            cls.poll_message_set("No effector is selected")
-            return False
-        return True
+        return poll_active_item(cls, context, "effectors", "No effector is selected")
 
     def execute(self, context: Context) -> set[str]:
         settings = context.active_object.tendon
@@ -167,12 +179,7 @@ class TENDON_OT_add_spring(Operator):
 
     @classmethod
     def poll(cls, context: Context) -> bool:
-        if not poll_armature(cls, context):
-            return False
-        if context.active_pose_bone is None:
-            cls.poll_message_set("Select the chain's tip bone (make it active)")
-            return False
-        return True
+        return poll_active_bone(cls, context, "Select the chain's tip bone (make it active)")
 
     def execute(self, context: Context) -> set[str]:
         settings = context.active_object.tendon
@@ -193,13 +200,7 @@ class TENDON_OT_remove_spring(Operator):
 
     @classmethod
     def poll(cls, context: Context) -> bool:
-        if not poll_armature(cls, context):
-            return False
-        settings = context.active_object.tendon
-        if not 0 <= settings.active_spring_index < len(settings.springs):
-            cls.poll_message_set("No spring chain is selected")
-            return False
-        return True
+        return poll_active_item(cls, context, "springs", "No spring chain is selected")
 
     def execute(self, context: Context) -> set[str]:
         settings = context.active_object.tendon

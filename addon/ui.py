@@ -52,7 +52,14 @@ class TENDON_PT_main(TendonPanel, Panel):
             layout.label(text=bridge.native_status(), icon="ERROR")
 
 
-class TENDON_UL_effectors(UIList):
+class EnabledItemList(UIList):
+    """A list row: the item's enabled checkbox and a label from `describe`."""
+
+    icon = "BONE_DATA"
+
+    def describe(self, item: Any) -> str:
+        raise NotImplementedError
+
     def draw_item(
         self,
         _context: Context,
@@ -67,10 +74,15 @@ class TENDON_UL_effectors(UIList):
     ) -> None:
         row = layout.row(align=True)
         row.prop(item, "enabled", text="")
+        row.label(text=self.describe(item), icon=self.icon)
+
+
+class TENDON_UL_effectors(EnabledItemList):
+    def describe(self, item: Any) -> str:
         target = item.target.name if item.target else "no target"
         if item.subtarget:
             target += f" : {item.subtarget}"
-        row.label(text=f"{item.bone or '(no bone)'} \u2192 {target}", icon="BONE_DATA")
+        return f"{item.bone or '(no bone)'} \u2192 {target}"
 
 
 class TENDON_PT_effectors(TendonPanel, Panel):
@@ -124,23 +136,11 @@ class TENDON_PT_effectors(TendonPanel, Panel):
             column.prop(effector, "pole_angle")
 
 
-class TENDON_UL_springs(UIList):
-    def draw_item(
-        self,
-        _context: Context,
-        layout: bpy.types.UILayout,
-        _data: Any,
-        item: Any,
-        _icon: int,
-        _active_data: Any,
-        _active_property: str,
-        _index: int = 0,
-        _flt_flag: int = 0,
-    ) -> None:
-        row = layout.row(align=True)
-        row.prop(item, "enabled", text="")
-        length = item.chain_length or "all"
-        row.label(text=f"{item.bone or '(no bone)'} ({length} bones)", icon="FORCE_HARMONIC")
+class TENDON_UL_springs(EnabledItemList):
+    icon = "FORCE_HARMONIC"
+
+    def describe(self, item: Any) -> str:
+        return f"{item.bone or '(no bone)'} ({item.chain_length or 'all'} bones)"
 
 
 class TENDON_PT_springs(TendonPanel, Panel):
