@@ -29,9 +29,27 @@ KEY_ATTRIBUTES = {
 }
 
 
+def key_arrays(
+    points: Any, names: tuple[str, ...] = ("co", "handle_left", "handle_right", "interpolation")
+) -> dict[str, np.ndarray]:
+    """Keyframe attributes of an F-curve's keys in bulk: name -> (keys, width) array."""
+    count = len(points)
+    arrays = {}
+    for name in names:
+        width, dtype = KEY_ATTRIBUTES[name]
+        buffer = np.empty(count * width, dtype)
+        points.foreach_get(name, buffer)
+        arrays[name] = buffer.reshape(count, width) if width > 1 else buffer
+    return arrays
+
+
 def enum_value(attribute: str, identifier: str) -> int:
     """The integer ``foreach_set`` takes for a keyframe enum item."""
     return bpy.types.Keyframe.bl_rna.properties[attribute].enum_items[identifier].value
+
+
+#: Keyframe interpolations the native curve evaluation handles.
+PLAIN_INTERPOLATIONS = tuple(enum_value("interpolation", name) for name in ("CONSTANT", "LINEAR", "BEZIER"))
 
 
 def assigned_slot(id_data: bpy.types.ID) -> Any:
@@ -122,11 +140,7 @@ def replace_keys(
         points.foreach_set("interpolation", np.full(added, enum_value("interpolation", interpolation), np.int32))
         fcurve.update()
         return
-    kept: dict[str, np.ndarray] = {}
-    for name, (width, dtype) in KEY_ATTRIBUTES.items():
-        buffer = np.empty(count * width, dtype)
-        points.foreach_get(name, buffer)
-        kept[name] = buffer.reshape(count, width)
+    kept = {name: array.reshape(count, -1) for name, array in key_arrays(points, tuple(KEY_ATTRIBUTES)).items()}
     outside = (kept["co"][:, 0] < span[0] - 1e-4) | (kept["co"][:, 0] > span[1] + 1e-4)
     kept = {name: array[outside] for name, array in kept.items()}
     co = np.stack([frames, values], axis=1).astype(np.float32)

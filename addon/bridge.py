@@ -863,9 +863,24 @@ def object_channel(obj: bpy.types.Object, channel: str, frames: np.ndarray) -> n
     values = np.tile(np.array(getattr(obj, channel), np.float32), (len(frames), 1))
     for axis in range(3):
         fcurve = bake.find_fcurve(obj, channel, axis)
-        if fcurve is not None:
-            values[:, axis] = [fcurve.evaluate(float(frame)) for frame in frames]
+        if fcurve is not None and not fcurve.mute:
+            values[:, axis] = sample_fcurve(fcurve, frames)
     return values
+
+
+def sample_fcurve(fcurve: bpy.types.FCurve, frames: np.ndarray) -> np.ndarray:
+    """An F-curve's values at `frames`: in one native call when the curve is plain keys
+    (constant, linear or Bezier, constant extrapolation, no modifiers), else through
+    Blender's own evaluation frame by frame."""
+    points = fcurve.keyframe_points
+    plain = not len(fcurve.modifiers) and fcurve.extrapolation == "CONSTANT" and len(points)
+    if plain:
+        arrays = bake.key_arrays(points)
+        if np.isin(arrays["interpolation"], bake.PLAIN_INTERPOLATIONS).all():
+            return native().evaluate_fcurve(
+                arrays["co"], arrays["handle_left"], arrays["handle_right"], arrays["interpolation"], frames
+            )
+    return np.array([fcurve.evaluate(float(frame)) for frame in frames], np.float32)
 
 
 def object_locations(obj: bpy.types.Object, frames: np.ndarray) -> np.ndarray:

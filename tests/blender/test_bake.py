@@ -83,7 +83,10 @@ def test_keys_land_on_each_frame_with_the_solved_values(start_from: str) -> None
         keys = keys_of(obj, f'pose.bones["{bone}"].rotation_quaternion', 0)
         assert keys[:, 0].tolist() == [float(f) for f in FRAMES]
         got = quaternion_keys(obj, bone)
-        assert np.abs(got - expected[bone]).max() < 1e-5, bone
+        # The bake reads the target's curve natively (agreeing with Blender to about 1e-6);
+        # solving from the previous frame carries such differences along.
+        tolerance = 1e-5 if start_from == "ANIMATED" else 1e-4
+        assert np.abs(got - expected[bone]).max() < tolerance, bone
     fcurve = bake_module().find_fcurve(obj, 'pose.bones["b0"].rotation_quaternion', 0)
     assert {key.interpolation for key in fcurve.keyframe_points} == {"LINEAR"}
     # Playing the action puts the tail on the target on every frame.
@@ -309,7 +312,7 @@ def test_spring_chain_swings_and_settles_as_simulated() -> None:
     for k, bone in enumerate(("b3", "b4", "b5")):
         got = quaternion_keys(obj, bone)
         assert got.shape == (48, 4)
-        assert np.abs(got - expected[:, 3 + k]).max() < 1e-5, bone
+        assert np.abs(got - expected[:, 3 + k]).max() < 1e-4, bone
     # b0's own animation is kept as it was (four keys); the tail starts on its animated
     # pose (the simulation restarts at the first baked frame) and then moves on its own.
     assert len(keys_of(obj, 'pose.bones["b0"].rotation_quaternion', 0)) == 4
@@ -353,3 +356,29 @@ def test_scale_target_scales_the_chain_before_reaching() -> None:
     np.testing.assert_allclose(scales.prod(axis=0)[[0, -1]], (1.0, 1.6), rtol=1e-5)
     bpy.context.scene.frame_set(10)
     assert (rigs.tail_world(obj, "b2") - target.location).length < 1e-4
+
+
+def test_target_curves_are_sampled_as_blender_evaluates_them() -> None:
+    """The fast path reads target F-curves natively: it must match Blender's evaluation."""
+    target = rigs.empty("target", (0.0, 0.0, 0.0))
+    rng = np.random.default_rng(3)
+    for frame in (1, 4, 9, 10, 17, 30):
+        target.location = rng.normal(size=3)
+        target.keyframe_insert("location", frame=frame)
+    for axis in range(3):
+        fcurve = bake_module().find_fcurve(target, "location", axis)
+        keys = fcurve.keyframe_points
+        keys[1].interpolation = "LINEAR"
+        keys[2].interpolation = "CONSTANT"
+        keys[3].handle_right_type = keys[4].handle_left_type = "FREE"
+        # Handles reaching past the neighbouring keys: Blender shortens them.
+        keys[3].handle_right = (keys[3].co.x + 9.0, keys[3].co.y + 2.0)
+        keys[4].handle_left = (keys[4].co.x - 12.0, keys[4].co.y - 1.0)
+        keys[0].handle_right_type = "VECTOR"
+        fcurve.update()
+    frames = np.linspace(-3.0, 35.0, 400)
+    native = bridge().object_channel(target, "location", frames)
+    for axis in range(3):
+        fcurve = bake_module().find_fcurve(target, "location", axis)
+        blender = np.array([fcurve.evaluate(float(f)) for f in frames])
+        assert np.abs(native[:, axis] - blender).max() < 1e-4, axis

@@ -307,3 +307,13 @@ def test_distribute_scale() -> None:
     np.testing.assert_allclose(limited.prod(axis=0), (1.5**3, 0.5**3, 1.2), rtol=1e-5)
     with pytest.raises(tendon.TendonError, match="both min and max"):
         tendon.distribute_scale((1, 1, 1), 3, min=low)
+
+
+def test_evaluate_fcurve_linear_constant_and_held_ends() -> None:
+    co = np.array([[1.0, 0.0], [3.0, 2.0], [5.0, -1.0]], np.float32)
+    values = tendon.evaluate_fcurve(co, co, co, np.array([1, 0, 2]), np.array([0.0, 2.0, 4.0, 6.0]))
+    np.testing.assert_allclose(values, [0.0, 1.0, 2.0, -1.0])
+    with pytest.raises(tendon.TendonError, match="interpolation 5"):
+        tendon.evaluate_fcurve(co, co, co, np.array([1, 5, 2]), np.array([0.0]))
+    with pytest.raises(tendon.TendonError, match="sort the keys"):
+        tendon.evaluate_fcurve(co[::-1].copy(), co, co, np.array([1, 1, 1]), np.array([0.0]))

@@ -1519,6 +1519,59 @@ fn distribute_scale<'py>(
     new_array(py, &[count, 3], &flat)
 }
 
+/// An animation curve's value at each of `frames` (T,), as Blender evaluates it: keys given
+/// by `co`, `handle_left`, `handle_right` (m, 2) and `interpolation` (m,) in Blender's enum
+/// values (0 constant, 1 linear, 2 Bezier), sorted by frame; constant extrapolation.
+#[pyfunction]
+fn evaluate_fcurve<'py>(
+    py: Python<'py>,
+    co: &Bound<'py, PyAny>,
+    handle_left: &Bound<'py, PyAny>,
+    handle_right: &Bound<'py, PyAny>,
+    interpolation: &Bound<'py, PyAny>,
+    frames: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    use tendon_core::math::fcurve::{evaluate, KeyInterpolation, Keyframe};
+    let (mut points, mut lefts, mut rights, mut kinds, mut times) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let m = read_f32(co, "co", &[ANY, 2], &mut points)?[0];
+    read_f32(handle_left, "handle_left", &[m, 2], &mut lefts)?;
+    read_f32(handle_right, "handle_right", &[m, 2], &mut rights)?;
+    read_f32(interpolation, "interpolation", &[m], &mut kinds)?;
+    read_f32(frames, "frames", &[ANY], &mut times)?;
+    for (what, values) in [
+        ("co", &points),
+        ("handle_left", &lefts),
+        ("handle_right", &rights),
+        ("frames", &times),
+    ] {
+        ensure_finite_array(values, what)?;
+    }
+    let mut keys = Vec::with_capacity(m);
+    for k in 0..m {
+        let interpolation = KeyInterpolation::from_blender(kinds[k] as i32).ok_or_else(|| {
+            TendonError::new_err(format!(
+                "key {k}: interpolation {} is not constant (0), linear (1) or Bezier (2)",
+                kinds[k]
+            ))
+        })?;
+        if k > 0 && points[2 * k] < points[2 * k - 2] {
+            return Err(TendonError::new_err(format!(
+                "key {k} comes before key {}: sort the keys",
+                k - 1
+            )));
+        }
+        keys.push(Keyframe {
+            co: glam::Vec2::new(points[2 * k], points[2 * k + 1]),
+            left: glam::Vec2::new(lefts[2 * k], lefts[2 * k + 1]),
+            right: glam::Vec2::new(rights[2 * k], rights[2 * k + 1]),
+            interpolation,
+        });
+    }
+    let values: Vec<f32> = times.iter().map(|&frame| evaluate(&keys, frame)).collect();
+    new_array(py, &[values.len()], &values)
+}
+
 /// Tendon's native module: rigs, goals and solvers (see the `tendon` package).
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -1546,5 +1599,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rotation_channels, m)?)?;
     m.add_function(wrap_pyfunction!(matrices_to_transforms, m)?)?;
     m.add_function(wrap_pyfunction!(distribute_scale, m)?)?;
+    m.add_function(wrap_pyfunction!(evaluate_fcurve, m)?)?;
     Ok(())
 }

@@ -3,6 +3,7 @@
 pub mod channels;
 pub mod dense;
 pub mod euler;
+pub mod fcurve;
 pub mod rotation;
 
 pub use channels::RotationMode;

@@ -33,6 +33,7 @@ from ._native import (
     TendonError,
     __version__,
     distribute_scale,
+    evaluate_fcurve,
     matrices_to_transforms,
     rotation_channels,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "TendonError",
     "__version__",
     "distribute_scale",
+    "evaluate_fcurve",
     "matrices_to_transforms",
     "rotation_channels",
 ]

@@ -24,6 +24,7 @@ __all__ = [
     "SpringSimulation",
     "_test_panic",
     "distribute_scale",
+    "evaluate_fcurve",
     "matrices_to_transforms",
     "rotation_channels",
 ]
@@ -37,6 +38,9 @@ def rotation_channels(
 ) -> _Float32Array: ...
 def distribute_scale(
     goal: _ArrayLike, count: int, min: _ArrayLike | None = None, max: _ArrayLike | None = None
+) -> _Float32Array: ...
+def evaluate_fcurve(
+    co: _ArrayLike, handle_left: _ArrayLike, handle_right: _ArrayLike, interpolation: _ArrayLike, frames: _ArrayLike
 ) -> _Float32Array: ...
 def matrices_to_transforms(
     matrices: _ArrayLike, column_major: bool = False
