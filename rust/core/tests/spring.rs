@@ -44,6 +44,11 @@ fn swaying(rig: &Rig, t: f32) -> Pose {
     pose
 }
 
+/// Chain `c`'s simulated points as `Vec3`s.
+fn points(sim: &SpringSimulation, c: usize) -> Vec<Vec3> {
+    sim.points(c).iter().map(|&p| p.into()).collect()
+}
+
 fn tip_of(rig: &Rig, pose: &Pose) -> Vec3 {
     let tip = rig.index_of("t7").unwrap();
     rig.head_tail(&rig.world_matrices(pose)[tip], tip).1
@@ -61,7 +66,7 @@ fn lengths_are_kept_and_the_pose_follows_the_simulated_points() {
         let t = frame as f32 / 24.0;
         sim.advance(&rig, &swaying(&rig, t), 1.0 / 24.0, &mut out)
             .unwrap();
-        let points = sim.points(0);
+        let points = points(&sim, 0);
         // Segment from t0's head to t1's head is 0.5 (its child offset); the last is 0.25.
         for (k, pair) in points.windows(2).enumerate() {
             let expected = if k < 7 { 0.5 } else { 0.25 };
@@ -82,7 +87,7 @@ fn lengths_are_kept_and_the_pose_follows_the_simulated_points() {
         assert!(tip_of(&rig, &out).distance(points[8]) < 1e-4);
     }
     // Gravity pulled the tail down against the stiffness.
-    assert!(sim.points(0)[8].z < -0.1, "{}", sim.points(0)[8]);
+    assert!(points(&sim, 0)[8].z < -0.1, "{}", points(&sim, 0)[8]);
 }
 
 #[test]
@@ -102,12 +107,12 @@ fn damping_makes_the_energy_decay() {
     let lowest: f32 = (1..=8)
         .map(|k| -g * (0.5 * k.min(7) as f32 + if k == 8 { 0.25 } else { 0.0 }))
         .sum();
-    let mut last: Vec<Vec3> = sim.points(0).to_vec();
+    let mut last: Vec<Vec3> = points(&sim, 0);
     let mut energy_per_second = Vec::new();
     let mut window = 0.0;
     for frame in 1..=24 * 10 {
         sim.advance(&rig, &rest, dt, &mut out).unwrap();
-        let points = sim.points(0);
+        let points = points(&sim, 0);
         let kinetic: f32 = points[1..]
             .iter()
             .zip(&last[1..])
@@ -115,7 +120,7 @@ fn damping_makes_the_energy_decay() {
             .sum();
         let potential: f32 = points[1..].iter().map(|p| g * p.z).sum();
         window += kinetic + potential - lowest;
-        last = points.to_vec();
+        last = points.clone();
         if frame % 24 == 0 {
             energy_per_second.push(window / 24.0);
             window = 0.0;
@@ -144,7 +149,7 @@ fn the_motion_does_not_depend_on_the_frame_rate() {
             sim.advance(&rig, &swaying(&rig, t), 1.0 / fps as f32, &mut out)
                 .unwrap();
             if frame % (fps / 24) == 0 {
-                at_24.push(sim.points(0)[8]);
+                at_24.push(points(&sim, 0)[8]);
             }
         }
         tips.push(at_24);
@@ -168,7 +173,7 @@ fn huge_steps_do_not_explode() {
         sim.advance(&rig, &swaying(&rig, 0.3), dt, &mut out)
             .unwrap();
         assert!(out.rotations.iter().all(|q| q.is_finite()));
-        let points = sim.points(0);
+        let points = points(&sim, 0);
         assert!(points.iter().all(|p| p.is_finite()));
         assert!((points[8].distance(points[7]) - 0.25).abs() < 1e-4);
     }
@@ -252,7 +257,7 @@ fn colliders_keep_points_out_and_limits_hold() {
         )
         .unwrap();
         let centre = rig.world_matrices(&out)[body].transform_point3(sphere.center);
-        for p in &sim.points(0)[1..] {
+        for p in &points(&sim, 0)[1..] {
             // The last pass restores exact lengths after the push-out: allow its share.
             assert!(
                 p.distance(centre) > sphere.radius - 0.05,

@@ -15,7 +15,7 @@
 use crate::error::{Result, TendonError};
 use crate::math::from_to;
 use crate::rig::{Pose, Rig};
-use glam::{Affine3A, Quat, Vec3};
+use glam::{Affine3A, Quat, Vec3, Vec3A};
 use serde::{Deserialize, Serialize};
 
 /// Settings of a [`SpringSimulation`].
@@ -161,18 +161,18 @@ pub struct SpringSimulation {
     colliders: Vec<SphereCollider>,
     /// First point of each chain in the flat arrays (a chain of k bones has k + 1 points).
     first_point: Vec<usize>,
-    points: Vec<Vec3>,
-    previous: Vec<Vec3>,
+    points: Vec<Vec3A>,
+    previous: Vec<Vec3A>,
     /// The points at the frame's exact time: the last step moved on by the time left over
     /// (less than one step), so frame rates that do not divide the step agree.
-    shown: Vec<Vec3>,
+    shown: Vec<Vec3A>,
     inverse_mass: Vec<f32>,
     /// Rest length of the segment from each point to the next (last point of a chain: 0).
     lengths: Vec<f32>,
-    animated_before: Vec<Vec3>,
-    animated_now: Vec<Vec3>,
-    spheres_before: Vec<Vec3>,
-    spheres_now: Vec<Vec3>,
+    animated_before: Vec<Vec3A>,
+    animated_now: Vec<Vec3A>,
+    spheres_before: Vec<Vec3A>,
+    spheres_now: Vec<Vec3A>,
     accumulator: f32,
     started: bool,
     world: Vec<Affine3A>,
@@ -268,15 +268,15 @@ impl SpringSimulation {
             chains,
             colliders,
             first_point,
-            points: vec![Vec3::ZERO; points],
-            previous: vec![Vec3::ZERO; points],
-            shown: vec![Vec3::ZERO; points],
+            points: vec![Vec3A::ZERO; points],
+            previous: vec![Vec3A::ZERO; points],
+            shown: vec![Vec3A::ZERO; points],
             inverse_mass,
             lengths,
-            animated_before: vec![Vec3::ZERO; points],
-            animated_now: vec![Vec3::ZERO; points],
-            spheres_before: vec![Vec3::ZERO; spheres],
-            spheres_now: vec![Vec3::ZERO; spheres],
+            animated_before: vec![Vec3A::ZERO; points],
+            animated_now: vec![Vec3A::ZERO; points],
+            spheres_before: vec![Vec3A::ZERO; spheres],
+            spheres_now: vec![Vec3A::ZERO; spheres],
             accumulator: 0.0,
             started: false,
             world: Vec::new(),
@@ -291,7 +291,7 @@ impl SpringSimulation {
 
     /// The simulated joint positions of chain `c` (armature space) at the last frame: the
     /// root bone's head, then each bone's far end.
-    pub fn points(&self, c: usize) -> &[Vec3] {
+    pub fn points(&self, c: usize) -> &[Vec3A] {
         let start = self.first_point[c];
         &self.shown[start..start + self.chains[c].bones.len() + 1]
     }
@@ -362,7 +362,7 @@ impl SpringSimulation {
                 let moved = self.points[i] + (self.points[i] - self.previous[i]) * ahead;
                 let direction = (moved - self.shown[i - 1])
                     .try_normalize()
-                    .unwrap_or(Vec3::Y);
+                    .unwrap_or(Vec3A::Y);
                 self.shown[i] = self.shown[i - 1] + direction * self.lengths[i - 1];
             }
         }
@@ -377,18 +377,21 @@ impl SpringSimulation {
             let first = self.first_point[c];
             let bones = &chain.bones;
             for (k, &bone) in bones.iter().enumerate() {
-                let head = Vec3::from(self.world[bone].translation);
+                let head = self.world[bone].translation;
                 self.animated_now[first + k] = head;
                 let end = match bones.get(k + 1) {
-                    Some(&child) => Vec3::from(self.world[child].translation),
-                    None => rig.head_tail(&self.world[bone], bone).1,
+                    Some(&child) => self.world[child].translation,
+                    None => {
+                        self.world[bone].transform_point3a(Vec3A::new(0.0, rig.length(bone), 0.0))
+                    }
                 };
                 self.animated_now[first + k + 1] = end;
                 self.lengths[first + k] = (end - head).length();
             }
         }
         for (k, collider) in self.colliders.iter().enumerate() {
-            self.spheres_now[k] = self.world[collider.bone].transform_point3(collider.center);
+            self.spheres_now[k] =
+                self.world[collider.bone].transform_point3a(collider.center.into());
         }
         Ok(())
     }
@@ -399,7 +402,7 @@ impl SpringSimulation {
         let decay = (-params.damping * h).exp();
         let omega = params.stiffness.min(0.5 / h);
         let spring = omega * omega * h * h;
-        let gravity = params.gravity * (h * h);
+        let gravity = Vec3A::from(params.gravity) * (h * h);
         for c in 0..self.chains.len() {
             let first = self.first_point[c];
             let range = first..first + self.chains[c].bones.len() + 1;
@@ -442,7 +445,7 @@ impl SpringSimulation {
             for i in 0..points.len() - 1 {
                 let direction = (points[i + 1] - points[i])
                     .try_normalize()
-                    .unwrap_or(Vec3::Y);
+                    .unwrap_or(Vec3A::Y);
                 points[i + 1] = points[i] + direction * lengths[i];
             }
         }
@@ -472,7 +475,7 @@ impl SpringSimulation {
                 });
                 let segment = rest_segment(rig, out, &chain.bones, k) * out.scales[bone];
                 let current = frame_linear * (out.rotations[bone] * segment);
-                let wanted = self.shown[first + k + 1] - self.shown[first + k];
+                let wanted = Vec3::from(self.shown[first + k + 1] - self.shown[first + k]);
                 if current.length_squared() < 1e-20 || wanted.length_squared() < 1e-20 {
                     let local = rig.local_matrix(out, bone);
                     self.world[bone] = parent_world.map_or(local, |p| p * local);
@@ -494,7 +497,7 @@ impl SpringSimulation {
 /// point `i` takes share `a` of the correction, point `i + 1` the rest. With each point's
 /// share its inverse mass over the pair's sum, the pair's mass-weighted centre stays put.
 #[inline]
-fn pull_to_length(points: &mut [Vec3], i: usize, length: f32, a: f32) {
+fn pull_to_length(points: &mut [Vec3A], i: usize, length: f32, a: f32) {
     let delta = points[i + 1] - points[i];
     let distance_sq = delta.length_squared();
     if distance_sq < 1e-24 {
@@ -510,9 +513,9 @@ fn pull_to_length(points: &mut [Vec3], i: usize, length: f32, a: f32) {
 /// their last and current positions.
 fn collide(
     colliders: &[SphereCollider],
-    before: &[Vec3],
-    now: &[Vec3],
-    points: &mut [Vec3],
+    before: &[Vec3A],
+    now: &[Vec3A],
+    points: &mut [Vec3A],
     t: f32,
 ) {
     for (k, collider) in colliders.iter().enumerate() {
@@ -520,7 +523,7 @@ fn collide(
         for point in &mut points[1..] {
             let offset = *point - centre;
             if offset.length_squared() < collider.radius * collider.radius {
-                *point = centre + offset.try_normalize().unwrap_or(Vec3::Z) * collider.radius;
+                *point = centre + offset.try_normalize().unwrap_or(Vec3A::Z) * collider.radius;
             }
         }
     }
