@@ -8,6 +8,7 @@ library decomposes matrices and converts rotations into channels.
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -117,12 +118,28 @@ class RigEntry:
 
 _rigs: dict[int, RigEntry] = {}
 
+#: The tension settings of a bone left at the properties' defaults (pi/2 and 1 on every
+#: axis and side, the native defaults), sent only when a bone differs.
+DEFAULT_TENSION = [
+    {side: {"threshold": math.pi / 2, "rigidity": 1.0} for side in ("negative", "positive")} for _ in "xyz"
+]
+
 
 def clear_caches() -> None:
     """Forgets cached rigs and live-mode state (after loading a file)."""
     _rigs.clear()
     _solvers.clear()
     _live_signatures.clear()
+
+
+def is_default_tension(tension: list[dict[str, dict[str, float]]]) -> bool:
+    """Whether a bone's tension settings are the defaults (to float32 precision)."""
+    return all(
+        abs(axis[side][key] - DEFAULT_TENSION[0][side][key]) < 1e-6
+        for axis in tension
+        for side in ("negative", "positive")
+        for key in ("threshold", "rigidity")
+    )
 
 
 def limits_json(obj: bpy.types.Object) -> str | None:
@@ -137,7 +154,19 @@ def limits_json(obj: bpy.types.Object) -> str | None:
             elif getattr(settings, f"use_limit_{axis}"):
                 low, high = getattr(settings, f"min_{axis}"), getattr(settings, f"max_{axis}")
                 axes[axis] = {"mode": "range", "min": low, "max": high}
-        if axes:
+        tension = [
+            {
+                side: {
+                    "threshold": getattr(settings, f"threshold_{side}_{axis}"),
+                    "rigidity": getattr(settings, f"rigidity_{side}_{axis}"),
+                }
+                for side in ("negative", "positive")
+            }
+            for axis in "xyz"
+        ]
+        if not is_default_tension(tension):
+            axes["tension"] = tension
+        if axes or settings.euler_order != "XYZ":
             limits[pose_bone.name] = {"order": settings.euler_order, **axes}
     return json.dumps(limits, sort_keys=True) if limits else None
 

@@ -427,3 +427,28 @@ def test_undo_restores_the_pose_and_the_imported_constraints() -> None:
     obj = bpy.data.objects["Leg"]
     assert len(obj.tendon.effectors) == 0 and not obj.pose.bones["shin"].constraints[0].mute
     assert np.allclose(rigs.world_matrices(obj), before, atol=1e-6)
+
+
+def test_tension_solver_relaxes_within_limits_and_reads_the_tension_settings() -> None:
+    obj = rigs.chain(4)
+    target = rigs.empty("target", rigs.random_pose_tail(obj, "b3", seed=21, spread=0.5))
+    rigs.add_effector(obj, "b3", target, chain_length=4)
+    obj.tendon.solver = "TENSION"
+    for pose_bone in obj.pose.bones:
+        pose_bone.rotation_mode = "XYZ"
+        limits = pose_bone.tendon
+        limits.use_limit_x, limits.min_x, limits.max_x = True, -0.8, 0.8
+    assert bpy.ops.tendon.solve() == {"FINISHED"}, obj.tendon.status
+    assert (rigs.tail_world(obj, "b3") - target.location).length < 1e-4
+    for pose_bone in obj.pose.bones:
+        assert -0.8 - 1e-3 <= pose_bone.rotation_euler.x <= 0.8 + 1e-3
+    # A very rigid root: the other joints take over the bending.
+    turn = {b.name: Vector(b.rotation_euler).length for b in obj.pose.bones}
+    root = obj.pose.bones["b0"].tendon
+    for side in ("negative", "positive"):
+        for axis in "xyz":
+            setattr(root, f"rigidity_{side}_{axis}", 200.0)
+    bpy.ops.tendon.reset_pose()
+    assert bpy.ops.tendon.solve() == {"FINISHED"}, obj.tendon.status
+    assert (rigs.tail_world(obj, "b3") - target.location).length < 1e-4
+    assert Vector(obj.pose.bones["b0"].rotation_euler).length < 0.5 * turn["b0"]

@@ -37,7 +37,7 @@ def test_reaches_random_reachable_targets(name: str, bones: int) -> None:
 def test_every_solver_by_name_with_defaults_from_rust() -> None:
     rig = bent_chain(2)
     target = tail(rig, random_rotations(np.random.default_rng(1), 2, 0.8), 1, 0.9)
-    assert tendon.Solver.names() == ["fabrik", "ccd", "jacobian_transpose", "jacobian_dls", "two_bone"]
+    assert tendon.Solver.names() == ["fabrik", "ccd", "jacobian_transpose", "jacobian_dls", "two_bone", "tension"]
     for name in tendon.Solver.names():
         solver = tendon.Solver(name)
         assert solver.name == name
@@ -50,6 +50,10 @@ def test_every_solver_by_name_with_defaults_from_rust() -> None:
     custom = tendon.Solver("jacobian_dls", damping=0.5, max_iterations=3, adaptive=False)
     assert custom.settings["damping"] == 0.5 and custom.settings["max_iterations"] == 3
     assert custom.settings["adaptive"] is False
+    relaxed = tendon.Solver("tension", start="fabrik", reach_weight=100.0)
+    assert relaxed.settings["start"] == "fabrik" and relaxed.settings["reach_weight"] == 100.0
+    with pytest.raises(tendon.SolverError, match="start"):
+        tendon.Solver("tension", start="nowhere")
     with pytest.raises(tendon.SolverError, match="fabrik has no setting 'damping'"):
         tendon.Solver("fabrik", damping=0.1)
     with pytest.raises(tendon.SolverError, match="'newton' is not one of"):

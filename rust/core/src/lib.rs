@@ -49,10 +49,12 @@ pub mod solvers;
 
 pub use goal::{EffectorPoint, Goal};
 pub use math::{EulerOrder, RotationMode};
-pub use rig::{AxisLimit, BoneDesc, JointLimits, Pose, Rig, RigDesc, Transform};
+pub use rig::{
+    AxisLimit, AxisTension, BoneDesc, JointLimits, Pose, Rig, RigDesc, SideTension, Transform,
+};
 pub use solvers::{
     distribute_scale, AnySolver, Ccd, CcdParams, Fabrik, FabrikParams, IterationParams,
     JacobianDls, JacobianDlsParams, JacobianTranspose, JacobianTransposeParams, ScaleLimits,
     SolveReport, Solver, SolverConfig, SphereCollider, SpringChain, SpringParams, SpringSimulation,
-    TwoBone, TwoBoneParams,
+    TensionMinimizer, TensionParams, TensionStart, TwoBone, TwoBoneParams,
 };

@@ -234,6 +234,7 @@ fn limited_chain(n: usize, seed: u64) -> Rig {
                 min: -0.5,
                 max: 0.4,
             },
+            ..JointLimits::FREE
         };
     }
     desc.build().unwrap()

@@ -650,11 +650,21 @@ impl Solver {
                     serde_json::Value::from(i)
                 } else if let Ok(f) = value.extract::<f64>() {
                     serde_json::Value::from(f)
+                } else if let Ok(text) = value.extract::<String>() {
+                    serde_json::Value::from(text)
                 } else {
                     return Err(SolverError::new_err(format!(
-                        "setting '{key}' must be a number or a bool"
+                        "setting '{key}' must be a number, a bool or a name"
                     )));
                 };
+                // Each setting on its own over the defaults, so a bad one is named.
+                let mut alone = config_json(&defaults);
+                alone[&key] = value.clone();
+                if let Err(e) = serde_json::from_value::<SolverConfig>(alone) {
+                    return Err(SolverError::new_err(format!(
+                        "{name} setting '{key}' = {value}: {e}"
+                    )));
+                }
                 object.insert(key, value);
             }
         }

@@ -5,6 +5,7 @@ pub mod dense;
 pub mod euler;
 pub mod fcurve;
 pub mod rotation;
+pub mod simplex;
 
 pub use channels::RotationMode;
 pub use euler::EulerOrder;

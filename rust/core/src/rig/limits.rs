@@ -59,6 +59,53 @@ impl AxisLimit {
     }
 }
 
+/// How one side (negative or positive angles) of an axis resists rotation, for the
+/// tension minimiser: `T = rigidity * (a / threshold)^1.25 + (a / threshold)^16`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SideTension {
+    /// The angle (radians, positive) where the resistance turns into a wall.
+    pub threshold: f32,
+    /// How strongly the joint resists below the threshold (0: freely).
+    pub rigidity: f32,
+}
+
+impl Default for SideTension {
+    fn default() -> Self {
+        SideTension {
+            threshold: std::f32::consts::FRAC_PI_2,
+            rigidity: 1.0,
+        }
+    }
+}
+
+/// Tension settings of one axis: negative and positive angles separately.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AxisTension {
+    /// For negative angles.
+    pub negative: SideTension,
+    /// For positive angles.
+    pub positive: SideTension,
+}
+
+impl AxisTension {
+    /// The tension of `angle`: smooth, zero at zero, growing like `a^1.25` below the
+    /// threshold and like `a^16` past it.
+    pub fn of(&self, angle: f32) -> f32 {
+        let side = if angle < 0.0 {
+            self.negative
+        } else {
+            self.positive
+        };
+        let x = angle.abs() / side.threshold;
+        let x2 = x * x;
+        let x4 = x2 * x2;
+        let x8 = x4 * x4;
+        side.rigidity * x * x.sqrt().sqrt() + x8 * x8
+    }
+}
+
 /// The limits of one joint.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
@@ -71,6 +118,8 @@ pub struct JointLimits {
     pub y: AxisLimit,
     /// Rotation about the bone's local Z axis.
     pub z: AxisLimit,
+    /// Tension per axis `[x, y, z]`, for the tension minimiser.
+    pub tension: [AxisTension; 3],
 }
 
 impl JointLimits {
@@ -80,6 +129,16 @@ impl JointLimits {
         x: AxisLimit::Free,
         y: AxisLimit::Free,
         z: AxisLimit::Free,
+        tension: [AxisTension {
+            negative: SideTension {
+                threshold: std::f32::consts::FRAC_PI_2,
+                rigidity: 1.0,
+            },
+            positive: SideTension {
+                threshold: std::f32::consts::FRAC_PI_2,
+                rigidity: 1.0,
+            },
+        }; 3],
     };
 
     /// The limits of axes `[x, y, z]`.
@@ -97,8 +156,41 @@ impl JointLimits {
         self.axes().iter().all(|a| a.is_locked())
     }
 
-    /// Checks that ranges are finite and ordered, naming `bone` otherwise.
+    /// The summed tension of Euler angles `[x, y, z]` (locked axes count nothing).
+    pub fn tension_of(&self, angles: [f32; 3]) -> f32 {
+        let mut total = 0.0;
+        for ((a, limit), tension) in angles.iter().zip(self.axes()).zip(&self.tension) {
+            if !limit.is_locked() {
+                total += tension.of(*a);
+            }
+        }
+        total
+    }
+
+    /// Checks that ranges are finite and ordered and tension settings finite and positive,
+    /// naming `bone` otherwise.
     pub fn validate(&self, bone: &str) -> Result<()> {
+        for (axis, tension) in ['x', 'y', 'z'].into_iter().zip(&self.tension) {
+            for (side, s) in [
+                ("negative", tension.negative),
+                ("positive", tension.positive),
+            ] {
+                if !(s.threshold.is_finite()
+                    && s.threshold > 0.0
+                    && s.rigidity.is_finite()
+                    && s.rigidity >= 0.0)
+                {
+                    return Err(TendonError::InvalidLimit {
+                        bone: bone.to_owned(),
+                        axis,
+                        reason: format!(
+                            "{side} tension needs a positive threshold and a rigidity of at least 0, not {} and {}",
+                            s.threshold, s.rigidity
+                        ),
+                    });
+                }
+            }
+        }
         for (axis, limit) in ['x', 'y', 'z'].into_iter().zip(self.axes()) {
             if let AxisLimit::Range { min, max } = limit {
                 let bad = |reason: String| TendonError::InvalidLimit {
@@ -192,6 +284,7 @@ mod tests {
             x: AxisLimit::Range { min: 0.0, max: 2.5 },
             y: AxisLimit::Locked,
             z: AxisLimit::Locked,
+            ..JointLimits::FREE
         }
     }
 
@@ -232,5 +325,41 @@ mod tests {
         assert_eq!(limits.order, EulerOrder::ZXY);
         assert_eq!(limits.y, AxisLimit::Locked);
         assert_eq!(limits.z, AxisLimit::Free);
+    }
+}
+
+#[cfg(test)]
+mod tension_tests {
+    use super::*;
+
+    #[test]
+    fn tension_is_smooth_at_zero_and_a_wall_past_the_threshold() {
+        let axis = AxisTension {
+            negative: SideTension {
+                threshold: 1.0,
+                rigidity: 1.0,
+            },
+            positive: SideTension {
+                threshold: 1.5,
+                rigidity: 0.1,
+            },
+        };
+        assert_eq!(axis.of(0.0), 0.0);
+        // The seed's example: backwards stiff up to one radian, forwards freer to 1.5.
+        assert!((axis.of(-0.5) - (0.5f32.powf(1.25) + 0.5f32.powi(16))).abs() < 1e-6);
+        assert!(axis.of(0.5) < 0.05 && axis.of(-0.5) > 0.4);
+        assert!(axis.of(-1.2) > 18.0 && axis.of(1.8) > 18.0);
+        // Slope at zero is zero from both sides: (a^1.25)' = 1.25 a^0.25 -> 0.
+        let h = 1e-4;
+        assert!(axis.of(h) / h < 0.2 && axis.of(-h) / h < 0.2);
+        let mut limits = JointLimits::FREE;
+        limits.y = AxisLimit::Locked;
+        assert!((limits.tension_of([0.3, 5.0, 0.0]) - limits.tension[0].of(0.3)).abs() < 1e-6);
+        limits.tension[2].positive.threshold = 0.0;
+        assert!(limits
+            .validate("knee")
+            .unwrap_err()
+            .to_string()
+            .contains("knee"));
     }
 }

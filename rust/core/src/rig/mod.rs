@@ -4,7 +4,7 @@
 mod limits;
 mod pose;
 
-pub use limits::{AxisLimit, JointLimits};
+pub use limits::{AxisLimit, AxisTension, JointLimits, SideTension};
 pub use pose::Pose;
 
 use crate::error::{ensure_finite, Result, TendonError};

@@ -11,6 +11,7 @@ mod fabrik;
 mod jacobian;
 mod scale;
 mod spring;
+mod tension;
 mod two_bone;
 
 pub use ccd::{Ccd, CcdParams};
@@ -18,6 +19,7 @@ pub use fabrik::{Fabrik, FabrikParams};
 pub use jacobian::{JacobianDls, JacobianDlsParams, JacobianTranspose, JacobianTransposeParams};
 pub use scale::{distribute_scale, ScaleLimits};
 pub use spring::{SphereCollider, SpringChain, SpringParams, SpringSimulation};
+pub use tension::{TensionMinimizer, TensionParams, TensionStart};
 pub use two_bone::{two_bone_limb, LimbSolution, TwoBone, TwoBoneParams};
 
 use crate::error::{Result, TendonError};
@@ -117,27 +119,31 @@ pub enum SolverConfig {
     JacobianDls(JacobianDlsParams),
     /// [`TwoBone`].
     TwoBone(TwoBoneParams),
+    /// [`TensionMinimizer`].
+    Tension(TensionParams),
 }
 
 impl SolverConfig {
     /// Every solver with its default parameters, in the order of [`SolverConfig::NAMES`].
-    pub fn all() -> [SolverConfig; 5] {
+    pub fn all() -> [SolverConfig; 6] {
         [
             SolverConfig::Fabrik(FabrikParams::default()),
             SolverConfig::Ccd(CcdParams::default()),
             SolverConfig::JacobianTranspose(JacobianTransposeParams::default()),
             SolverConfig::JacobianDls(JacobianDlsParams::default()),
             SolverConfig::TwoBone(TwoBoneParams::default()),
+            SolverConfig::Tension(TensionParams::default()),
         ]
     }
 
     /// The solvers' names, as the `"solver"` tag of the JSON form spells them.
-    pub const NAMES: [&'static str; 5] = [
+    pub const NAMES: [&'static str; 6] = [
         "fabrik",
         "ccd",
         "jacobian_transpose",
         "jacobian_dls",
         "two_bone",
+        "tension",
     ];
 
     /// The solver called `name` with its default parameters.
@@ -159,6 +165,7 @@ impl SolverConfig {
             SolverConfig::JacobianTranspose(_) => 2,
             SolverConfig::JacobianDls(_) => 3,
             SolverConfig::TwoBone(_) => 4,
+            SolverConfig::Tension(_) => 5,
         }]
     }
 
@@ -170,6 +177,7 @@ impl SolverConfig {
             SolverConfig::JacobianTranspose(p) => &mut p.iteration,
             SolverConfig::JacobianDls(p) => &mut p.iteration,
             SolverConfig::TwoBone(p) => &mut p.iteration,
+            SolverConfig::Tension(p) => &mut p.iteration,
         }
     }
 
@@ -189,6 +197,7 @@ impl SolverConfig {
             }
             SolverConfig::JacobianDls(p) => AnySolver::JacobianDls(JacobianDls::new(p)),
             SolverConfig::TwoBone(p) => AnySolver::TwoBone(TwoBone::new(p)),
+            SolverConfig::Tension(p) => AnySolver::Tension(Box::new(TensionMinimizer::new(p))),
         }
     }
 }
@@ -206,6 +215,8 @@ pub enum AnySolver {
     JacobianDls(JacobianDls),
     /// Closed-form two-bone IK.
     TwoBone(TwoBone),
+    /// The tension minimiser (boxed: it carries two other solvers for its start and polish).
+    Tension(Box<TensionMinimizer>),
 }
 
 impl Solver for AnySolver {
@@ -222,6 +233,7 @@ impl Solver for AnySolver {
             AnySolver::JacobianTranspose(s) => s.solve_into(rig, start, goals, out),
             AnySolver::JacobianDls(s) => s.solve_into(rig, start, goals, out),
             AnySolver::TwoBone(s) => s.solve_into(rig, start, goals, out),
+            AnySolver::Tension(s) => s.solve_into(rig, start, goals, out),
         }
     }
 }

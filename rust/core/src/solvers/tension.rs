@@ -1,0 +1,276 @@
+//! The tension minimiser: natural poses within joint limits.
+//!
+//! Each joint the goals move is decomposed into Euler angles in its own order (the
+//! representation nearest its start, so nothing jumps by 2*pi); the unlocked angles are
+//! the degrees of freedom (locked axes are not degrees of freedom at all). The downhill
+//! simplex ([`Simplex`]) minimises the goals' weighted squared error (relative to each
+//! chain's length, times `reach_weight`) plus every joint's tension
+//! `R * (a / P)^1.25 + (a / P)^16` per axis and side ([`JointLimits::tension_of`]).
+//! Angles are clamped into their ranges, and leaving a range costs a penalty, so the
+//! simplex stays inside. The simplex starts scaled to each joint's range and restarts when
+//! it collapses; a final damped least squares pass, also within the limits, closes what is
+//! left of the distance to the targets.
+//!
+//! [`JointLimits::tension_of`]: crate::JointLimits::tension_of
+
+use super::driver::{GoalMode, Workspace};
+use super::{IterationParams, JacobianDls, JacobianDlsParams, SolveReport, Solver};
+use crate::error::Result;
+use crate::goal::{EffectorPoint, Goal};
+use crate::math::simplex::{Simplex, SimplexParams};
+use crate::rig::{AxisLimit, Pose, Rig};
+use crate::Fabrik;
+use serde::{Deserialize, Serialize};
+
+/// Where the tension minimiser starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TensionStart {
+    /// From the start pose.
+    #[default]
+    Pose,
+    /// From FABRIK's solution (then relaxed).
+    Fabrik,
+    /// From damped least squares' solution (then relaxed).
+    JacobianDls,
+}
+
+/// Settings of [`TensionMinimizer`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TensionParams {
+    /// Tolerances; `max_iterations` caps the final damped least squares pass.
+    #[serde(flatten)]
+    pub iteration: IterationParams,
+    /// Most objective evaluations of the simplex.
+    pub max_evaluations: u32,
+    /// Simplex restarts after a collapse.
+    pub restarts: u32,
+    /// How much reaching counts against relaxing: the weight of the squared error
+    /// (relative to the chain's length) against the summed tension.
+    pub reach_weight: f32,
+    /// Where the search starts.
+    pub start: TensionStart,
+    /// Close the remaining distance with damped least squares (within the limits).
+    pub polish: bool,
+}
+
+impl Default for TensionParams {
+    fn default() -> Self {
+        TensionParams {
+            iteration: IterationParams {
+                max_iterations: 50,
+                ..IterationParams::default()
+            },
+            max_evaluations: 3000,
+            restarts: 2,
+            reach_weight: 1e3,
+            start: TensionStart::Pose,
+            polish: true,
+        }
+    }
+}
+
+/// One degree of freedom: an unlocked Euler axis of a joint.
+#[derive(Debug, Clone, Copy)]
+struct Dof {
+    bone: usize,
+    axis: usize,
+    /// The range, or None when free.
+    range: Option<(f32, f32)>,
+}
+
+/// The tension minimiser (see the module documentation).
+#[derive(Debug, Clone)]
+pub struct TensionMinimizer {
+    /// Settings.
+    pub params: TensionParams,
+    ws: Workspace,
+    simplex: Simplex,
+    dofs: Vec<Dof>,
+    /// The joints moved, with their Euler angles (locked axes at zero).
+    joints: Vec<(usize, [f32; 3])>,
+    x: Vec<f32>,
+    steps: Vec<f32>,
+    first: Pose,
+    fabrik: Fabrik,
+    dls: JacobianDls,
+}
+
+impl Default for TensionMinimizer {
+    fn default() -> Self {
+        TensionMinimizer::new(TensionParams::default())
+    }
+}
+
+impl TensionMinimizer {
+    /// A solver with these settings.
+    pub fn new(params: TensionParams) -> Self {
+        TensionMinimizer {
+            params,
+            ws: Workspace::default(),
+            simplex: Simplex::default(),
+            dofs: Vec::new(),
+            joints: Vec::new(),
+            x: Vec::new(),
+            steps: Vec::new(),
+            first: Pose::rest(0),
+            fabrik: Fabrik::default(),
+            dls: JacobianDls::default(),
+        }
+    }
+}
+
+impl Solver for TensionMinimizer {
+    fn solve_into(
+        &mut self,
+        rig: &Rig,
+        start: &Pose,
+        goals: &[Goal],
+        out: &mut Pose,
+    ) -> Result<SolveReport> {
+        let params = self.params;
+        // Optionally start from another solver's answer.
+        let from = match params.start {
+            TensionStart::Pose => start,
+            TensionStart::Fabrik => {
+                self.fabrik.params.iteration = params.iteration;
+                self.fabrik.solve_into(rig, start, goals, &mut self.first)?;
+                &self.first
+            }
+            TensionStart::JacobianDls => {
+                self.dls.params.iteration = params.iteration;
+                self.dls.solve_into(rig, start, goals, &mut self.first)?;
+                &self.first
+            }
+        };
+        self.ws
+            .prepare(rig, from, goals, GoalMode::Full, &params.iteration)?;
+        self.collect_dofs(rig);
+        let at_start = self.ws.report_now(&params.iteration, 0);
+        let relaxed = self
+            .joints
+            .iter()
+            .all(|&(bone, angles)| rig.limits(bone).tension_of(angles) == 0.0);
+        if at_start.reached && relaxed {
+            // Reached with every joint at rest: nothing to minimise.
+            self.ws.write_pose(out);
+            return Ok(at_start);
+        }
+        let simplex_params = SimplexParams {
+            max_evaluations: params.max_evaluations,
+            restarts: params.restarts,
+            ..SimplexParams::default()
+        };
+        let (ws, dofs, joints) = (&mut self.ws, &self.dofs, &mut self.joints);
+        let reach_weight = params.reach_weight as f64;
+        let iteration = params.iteration;
+        let report = self.simplex.minimize(
+            |x| objective(ws, rig, dofs, joints, x, reach_weight, &iteration),
+            &mut self.x,
+            &self.steps,
+            &simplex_params,
+        );
+        // Leave the workspace at the best point (the last evaluation may be another).
+        objective(
+            &mut self.ws,
+            rig,
+            &self.dofs,
+            &mut self.joints,
+            &self.x,
+            reach_weight,
+            &iteration,
+        );
+        let mut result = self.ws.report_now(&params.iteration, report.evaluations);
+        if params.polish && !result.reached {
+            self.ws.write_pose(&mut self.first);
+            self.dls.params = JacobianDlsParams {
+                iteration: params.iteration,
+                ..JacobianDlsParams::default()
+            };
+            let polished = self.dls.solve_into(rig, &self.first, goals, out)?;
+            return Ok(SolveReport {
+                iterations: result.iterations + polished.iterations,
+                ..polished
+            });
+        }
+        result.iterations = report.evaluations;
+        self.ws.write_pose(out);
+        Ok(result)
+    }
+}
+
+impl TensionMinimizer {
+    /// The degrees of freedom of every joint a goal may move, their start values and the
+    /// simplex's initial steps (a quarter of a range, half a radian when free).
+    fn collect_dofs(&mut self, rig: &Rig) {
+        self.dofs.clear();
+        self.joints.clear();
+        self.x.clear();
+        self.steps.clear();
+        for g in 0..self.ws.goals.len() {
+            let goal = self.ws.goals[g].goal;
+            // A head goal without a rotation target cannot feel its own bone's rotation.
+            let idle =
+                (goal.point == EffectorPoint::Head && goal.rotation.is_none()).then_some(goal.bone);
+            for &bone in self.ws.joints(g) {
+                if Some(bone) == idle || self.joints.iter().any(|(b, _)| *b == bone) {
+                    continue;
+                }
+                let limits = rig.limits(bone);
+                let angles = limits.angles_of(self.ws.pose.rotations[bone], self.ws.euler[bone]);
+                let slot = self.joints.len();
+                self.joints.push((bone, [0.0; 3]));
+                for (axis, limit) in limits.axes().into_iter().enumerate() {
+                    let range = match limit {
+                        AxisLimit::Locked => continue,
+                        AxisLimit::Free => None,
+                        AxisLimit::Range { min, max } if max - min >= std::f32::consts::TAU => None,
+                        AxisLimit::Range { min, max } => Some((min, max)),
+                    };
+                    let value = range.map_or(angles[axis], |(lo, hi)| angles[axis].clamp(lo, hi));
+                    self.joints[slot].1[axis] = value;
+                    self.dofs.push(Dof {
+                        bone: slot,
+                        axis,
+                        range,
+                    });
+                    self.x.push(value);
+                    self.steps
+                        .push(range.map_or(0.5, |(lo, hi)| (0.25 * (hi - lo)).max(0.02)));
+                }
+            }
+        }
+    }
+}
+
+/// The simplex's objective at `x`: poses the joints, runs forward kinematics and adds the
+/// weighted reach error, the tension and the penalty for leaving a range.
+fn objective(
+    ws: &mut Workspace,
+    rig: &Rig,
+    dofs: &[Dof],
+    joints: &mut [(usize, [f32; 3])],
+    x: &[f32],
+    reach_weight: f64,
+    params: &IterationParams,
+) -> f32 {
+    let mut outside = 0.0f64;
+    for (dof, &value) in dofs.iter().zip(x) {
+        let clamped = match dof.range {
+            Some((lo, hi)) => value.clamp(lo, hi),
+            None => value,
+        };
+        outside += ((value - clamped) as f64).powi(2);
+        joints[dof.bone].1[dof.axis] = clamped;
+    }
+    let mut tension = 0.0f64;
+    for &(bone, angles) in joints.iter() {
+        let limits = rig.limits(bone);
+        ws.pose.rotations[bone] = limits.order.to_quat(angles);
+        tension += limits.tension_of(angles) as f64;
+    }
+    ws.forward_kinematics(rig);
+    let score = ws.evaluate(params).score;
+    (reach_weight * score + tension + 1e3 * outside) as f32
+}
