@@ -1,7 +1,8 @@
 //! Reproducible rigs, poses and targets for tests, benchmarks and demos, shared by the
 //! Rust and Python test suites so both measure the same cases.
 
-use crate::rig::{BoneDesc, Pose, Rig, RigDesc, Transform};
+use crate::math::EulerOrder;
+use crate::rig::{AxisLimit, AxisTension, BoneDesc, JointLimits, Pose, Rig, RigDesc, SideTension, Transform};
 use glam::{Quat, Vec3};
 
 /// The humanoid with a tail and fingers of `tests/fixtures/humanoid.json` (Z up, facing
@@ -11,6 +12,65 @@ pub const HUMANOID_JSON: &str = include_str!("../../../tests/fixtures/humanoid.j
 /// The humanoid of [`HUMANOID_JSON`].
 pub fn humanoid() -> Rig {
     Rig::from_json(HUMANOID_JSON).expect("the humanoid fixture is valid")
+}
+
+/// Human-like joint limits for the humanoid's bones (radians, about each bone's own X, Y
+/// (twist) and Z axes): a `None` axis is locked. Tension thresholds sit at the range's
+/// ends, so the tension's wall is the limit.
+type AxisRanges = [Option<(f32, f32)>; 3];
+
+fn human_ranges(name: &str) -> AxisRanges {
+    let part = name.split('.').next().unwrap_or(name);
+    match part {
+        "hips" => [Some((-0.5, 0.5)), Some((-0.6, 0.6)), Some((-0.4, 0.4))],
+        "spine" | "chest" => [Some((-0.35, 0.5)), Some((-0.35, 0.35)), Some((-0.3, 0.3))],
+        "neck" => [Some((-0.5, 0.6)), Some((-0.6, 0.6)), Some((-0.4, 0.4))],
+        "head" => [Some((-0.5, 0.5)), Some((-0.8, 0.8)), Some((-0.4, 0.4))],
+        "shoulder" => [Some((-0.2, 0.2)), None, Some((-0.3, 0.3))],
+        "upper_arm" => [Some((-1.4, 1.4)), Some((-1.0, 1.0)), Some((-1.2, 1.2))],
+        // The elbow hinges one way and twists the forearm.
+        "forearm" => [Some((-2.4, 0.0)), Some((-1.2, 1.2)), None],
+        "hand" => [Some((-1.0, 1.0)), None, Some((-0.5, 0.5))],
+        "thigh" => [Some((-1.4, 0.5)), Some((-0.6, 0.6)), Some((-0.7, 0.4))],
+        // The knee hinges one way only.
+        "shin" => [Some((0.0, 2.4)), None, None],
+        "foot" => [Some((-0.7, 0.6)), None, Some((-0.3, 0.3))],
+        "tail" => [Some((-0.6, 0.6)), None, Some((-0.6, 0.6))],
+        _ => [Some((-0.3, 1.4)), None, Some((-0.2, 0.2))],
+    }
+}
+
+/// The humanoid of [`HUMANOID_JSON`] with human-like Euler limits and tension on every
+/// joint (knees and elbows hinge one way, shoulders and feet do not twist).
+pub fn humanoid_limited() -> Rig {
+    let mut desc = humanoid().to_desc();
+    for bone in &mut desc.bones {
+        let ranges = human_ranges(&bone.name);
+        let mut limits = JointLimits {
+            order: EulerOrder::XYZ,
+            ..JointLimits::FREE
+        };
+        let axes = [&mut limits.x, &mut limits.y, &mut limits.z];
+        for ((limit, range), tension) in axes.into_iter().zip(ranges).zip(limits.tension.iter_mut()) {
+            *limit = match range {
+                None => AxisLimit::Locked,
+                Some((min, max)) => AxisLimit::Range { min, max },
+            };
+            if let Some((min, max)) = range {
+                // The wall at the limit; a gentle pull back towards rest below it.
+                let side = |bound: f32| SideTension {
+                    threshold: bound.abs().max(0.05),
+                    rigidity: 0.5,
+                };
+                *tension = AxisTension {
+                    negative: side(min),
+                    positive: side(max),
+                };
+            }
+        }
+        bone.limits = limits;
+    }
+    desc.build().expect("the limited humanoid is valid")
 }
 
 /// A small deterministic generator (SplitMix64): the same seed gives the same numbers on

@@ -27,11 +27,12 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "snake_case")]
 pub enum TensionStart {
     /// From the start pose.
-    #[default]
     Pose,
     /// From FABRIK's solution (then relaxed).
     Fabrik,
-    /// From damped least squares' solution (then relaxed).
+    /// From damped least squares' solution, within the limits (then relaxed): the
+    /// default, since the simplex relaxes best from a pose that already reaches.
+    #[default]
     JacobianDls,
 }
 
@@ -59,13 +60,13 @@ impl Default for TensionParams {
     fn default() -> Self {
         TensionParams {
             iteration: IterationParams {
-                max_iterations: 50,
+                max_iterations: 200,
                 ..IterationParams::default()
             },
             max_evaluations: 3000,
             restarts: 2,
             reach_weight: 1e3,
-            start: TensionStart::Pose,
+            start: TensionStart::default(),
             polish: true,
         }
     }

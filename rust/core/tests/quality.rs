@@ -1,0 +1,143 @@
+//! Natural poses: ground-truth poses of the limited humanoid, drawn inside its joint
+//! limits, are given to the solvers as effector positions only; how far each solver's
+//! joints end from the true ones shows how human its answers look.
+
+use tendon_core::fixtures::{humanoid_limited, SplitMix64};
+use tendon_core::math::angle_between;
+use tendon_core::*;
+
+/// The five effectors: bone and chain length (hands, feet at the ankle, head).
+const EFFECTORS: [(&str, usize); 5] = [
+    ("hand.L", 3),
+    ("hand.R", 3),
+    ("shin.L", 2),
+    ("shin.R", 2),
+    ("head", 2),
+];
+const BODY_HEIGHT: f32 = 1.8;
+const TRIALS: usize = 24;
+
+/// A pose with every effector chain's joints at random angles inside their limits (half
+/// of each range, where people spend most of their time).
+fn true_pose(rig: &Rig, rng: &mut SplitMix64) -> Pose {
+    let mut pose = Pose::rest(rig.len());
+    for bone in chain_bones(rig) {
+        let limits = rig.limits(bone);
+        let mut angles = [0.0f32; 3];
+        for (axis, limit) in limits.axes().into_iter().enumerate() {
+            if let AxisLimit::Range { min, max } = limit {
+                angles[axis] = rng.range(0.5 * min, 0.5 * max);
+            }
+        }
+        pose.rotations[bone] = limits.order.to_quat(angles);
+    }
+    pose
+}
+
+fn chain_bones(rig: &Rig) -> Vec<usize> {
+    let mut bones = Vec::new();
+    for (name, length) in EFFECTORS {
+        let mut bone = rig.index_of(name).unwrap();
+        for _ in 0..length {
+            bones.push(bone);
+            bone = rig.parent(bone).unwrap();
+        }
+    }
+    bones
+}
+
+fn goals_for(rig: &Rig, pose: &Pose) -> Vec<Goal> {
+    let world = rig.world_matrices(pose);
+    EFFECTORS
+        .iter()
+        .map(|&(name, length)| {
+            let bone = rig.index_of(name).unwrap();
+            Goal::new(bone, rig.head_tail(&world[bone], bone).1).with_chain_length(length)
+        })
+        .collect()
+}
+
+struct Quality {
+    /// Largest effector error over all trials.
+    worst_error: f32,
+    /// Mean angle (degrees) between solved and true joint rotations.
+    mean_angle_error: f32,
+    /// Largest excess over a joint limit (radians), measured on the limited rig.
+    worst_excess: f32,
+}
+
+fn measure(solver: &mut AnySolver, solve_on: &Rig, limited: &Rig) -> Quality {
+    let mut rng = SplitMix64::new(2026);
+    let bones = chain_bones(limited);
+    let (mut worst_error, mut angle_sum, mut count, mut worst_excess) = (0.0f32, 0.0f32, 0, 0.0f32);
+    for _ in 0..TRIALS {
+        let truth = true_pose(limited, &mut rng);
+        let goals = goals_for(limited, &truth);
+        let (solved, _) = solver.solve(solve_on, &Pose::rest(solve_on.len()), &goals).unwrap();
+        let world = limited.world_matrices(&solved);
+        for goal in &goals {
+            let tail = limited.head_tail(&world[goal.bone], goal.bone).1;
+            worst_error = worst_error.max(tail.distance(goal.target));
+        }
+        for &bone in &bones {
+            angle_sum += angle_between(solved.rotations[bone], truth.rotations[bone]).to_degrees();
+            count += 1;
+            let limits = limited.limits(bone);
+            let angles = limits.angles_of(solved.rotations[bone], [0.0; 3]);
+            let mut clamped = angles;
+            limits.clamp_angles(&mut clamped);
+            let excess = angles.iter().zip(clamped).map(|(a, c)| (a - c).abs()).fold(0.0, f32::max);
+            // The other Euler representation may be the one inside the limits.
+            if !limits.contains(solved.rotations[bone], 1e-3) {
+                worst_excess = worst_excess.max(excess);
+            }
+        }
+    }
+    Quality {
+        worst_error,
+        mean_angle_error: angle_sum / count as f32,
+        worst_excess,
+    }
+}
+
+/// The same rig without any limit.
+fn unlimited(rig: &Rig) -> Rig {
+    let mut desc = rig.to_desc();
+    for bone in &mut desc.bones {
+        bone.limits = JointLimits::FREE;
+    }
+    desc.build().unwrap()
+}
+
+#[test]
+fn tension_poses_are_closer_to_the_truth_than_unconstrained_solvers() {
+    let limited = humanoid_limited();
+    let free = unlimited(&limited);
+    let mut results = Vec::new();
+    for (name, config, rig) in [
+        ("fabrik (no limits)", SolverConfig::by_name("fabrik").unwrap(), &free),
+        ("jacobian_dls (no limits)", SolverConfig::by_name("jacobian_dls").unwrap(), &free),
+        ("fabrik (limits)", SolverConfig::by_name("fabrik").unwrap(), &limited),
+        ("jacobian_dls (limits)", SolverConfig::by_name("jacobian_dls").unwrap(), &limited),
+        ("tension (limits)", SolverConfig::by_name("tension").unwrap(), &limited),
+    ] {
+        let quality = measure(&mut config.build(), rig, &limited);
+        eprintln!(
+            "{name:26} worst effector error {:.2e}  mean joint-angle error {:6.2} deg  worst limit excess {:.1e}",
+            quality.worst_error, quality.mean_angle_error, quality.worst_excess
+        );
+        results.push((name, quality));
+    }
+    let tension = &results[4].1;
+    assert!(tension.worst_error <= 1e-3 * BODY_HEIGHT, "tension reaches: {}", tension.worst_error);
+    assert!(tension.worst_excess <= 1e-3, "tension keeps the limits: {}", tension.worst_excess);
+    for other in &results[..2] {
+        assert!(
+            tension.mean_angle_error < other.1.mean_angle_error,
+            "tension {:.2} deg vs {} {:.2} deg",
+            tension.mean_angle_error,
+            other.0,
+            other.1.mean_angle_error
+        );
+    }
+}
