@@ -2,7 +2,9 @@
 //! Rust and Python test suites so both measure the same cases.
 
 use crate::math::EulerOrder;
-use crate::rig::{AxisLimit, AxisTension, BoneDesc, JointLimits, Pose, Rig, RigDesc, SideTension, Transform};
+use crate::rig::{
+    AxisLimit, AxisTension, BoneDesc, JointLimits, Pose, Rig, RigDesc, SideTension, Transform,
+};
 use glam::{Quat, Vec3};
 
 /// The humanoid with a tail and fingers of `tests/fixtures/humanoid.json` (Z up, facing
@@ -51,7 +53,8 @@ pub fn humanoid_limited() -> Rig {
             ..JointLimits::FREE
         };
         let axes = [&mut limits.x, &mut limits.y, &mut limits.z];
-        for ((limit, range), tension) in axes.into_iter().zip(ranges).zip(limits.tension.iter_mut()) {
+        for ((limit, range), tension) in axes.into_iter().zip(ranges).zip(limits.tension.iter_mut())
+        {
             *limit = match range {
                 None => AxisLimit::Locked,
                 Some((min, max)) => AxisLimit::Range { min, max },

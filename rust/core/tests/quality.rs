@@ -73,7 +73,9 @@ fn measure(solver: &mut AnySolver, solve_on: &Rig, limited: &Rig) -> Quality {
     for _ in 0..TRIALS {
         let truth = true_pose(limited, &mut rng);
         let goals = goals_for(limited, &truth);
-        let (solved, _) = solver.solve(solve_on, &Pose::rest(solve_on.len()), &goals).unwrap();
+        let (solved, _) = solver
+            .solve(solve_on, &Pose::rest(solve_on.len()), &goals)
+            .unwrap();
         let world = limited.world_matrices(&solved);
         for goal in &goals {
             let tail = limited.head_tail(&world[goal.bone], goal.bone).1;
@@ -86,7 +88,11 @@ fn measure(solver: &mut AnySolver, solve_on: &Rig, limited: &Rig) -> Quality {
             let angles = limits.angles_of(solved.rotations[bone], [0.0; 3]);
             let mut clamped = angles;
             limits.clamp_angles(&mut clamped);
-            let excess = angles.iter().zip(clamped).map(|(a, c)| (a - c).abs()).fold(0.0, f32::max);
+            let excess = angles
+                .iter()
+                .zip(clamped)
+                .map(|(a, c)| (a - c).abs())
+                .fold(0.0, f32::max);
             // The other Euler representation may be the one inside the limits.
             if !limits.contains(solved.rotations[bone], 1e-3) {
                 worst_excess = worst_excess.max(excess);
@@ -115,11 +121,31 @@ fn tension_poses_are_closer_to_the_truth_than_unconstrained_solvers() {
     let free = unlimited(&limited);
     let mut results = Vec::new();
     for (name, config, rig) in [
-        ("fabrik (no limits)", SolverConfig::by_name("fabrik").unwrap(), &free),
-        ("jacobian_dls (no limits)", SolverConfig::by_name("jacobian_dls").unwrap(), &free),
-        ("fabrik (limits)", SolverConfig::by_name("fabrik").unwrap(), &limited),
-        ("jacobian_dls (limits)", SolverConfig::by_name("jacobian_dls").unwrap(), &limited),
-        ("tension (limits)", SolverConfig::by_name("tension").unwrap(), &limited),
+        (
+            "fabrik (no limits)",
+            SolverConfig::by_name("fabrik").unwrap(),
+            &free,
+        ),
+        (
+            "jacobian_dls (no limits)",
+            SolverConfig::by_name("jacobian_dls").unwrap(),
+            &free,
+        ),
+        (
+            "fabrik (limits)",
+            SolverConfig::by_name("fabrik").unwrap(),
+            &limited,
+        ),
+        (
+            "jacobian_dls (limits)",
+            SolverConfig::by_name("jacobian_dls").unwrap(),
+            &limited,
+        ),
+        (
+            "tension (limits)",
+            SolverConfig::by_name("tension").unwrap(),
+            &limited,
+        ),
     ] {
         let quality = measure(&mut config.build(), rig, &limited);
         eprintln!(
@@ -129,8 +155,16 @@ fn tension_poses_are_closer_to_the_truth_than_unconstrained_solvers() {
         results.push((name, quality));
     }
     let tension = &results[4].1;
-    assert!(tension.worst_error <= 1e-3 * BODY_HEIGHT, "tension reaches: {}", tension.worst_error);
-    assert!(tension.worst_excess <= 1e-3, "tension keeps the limits: {}", tension.worst_excess);
+    assert!(
+        tension.worst_error <= 1e-3 * BODY_HEIGHT,
+        "tension reaches: {}",
+        tension.worst_error
+    );
+    assert!(
+        tension.worst_excess <= 1e-3,
+        "tension keeps the limits: {}",
+        tension.worst_excess
+    );
     for other in &results[..2] {
         assert!(
             tension.mean_angle_error < other.1.mean_angle_error,
