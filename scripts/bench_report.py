@@ -20,6 +20,9 @@ TARGETS = [
     ("two_bone", "cold", 2, 50, "two-bone, whole rig solve"),
     ("two_bone", "limb", 2, 50, "two-bone, closed-form limb kernel"),
     ("spring", "frame", 16, 5_000, "spring chain, 16 bones, one frame at 24 fps"),
+    ("tension", "limb", 7, 200_000, "tension minimiser, three-bone limb, 7 degrees of freedom"),
+    ("full_body", "fabrik", 50, 50_000, "FABRIK, 50-bone humanoid, five effectors, cold"),
+    ("full_body", "jacobian_dls", 50, 50_000, "Jacobian DLS, 50-bone humanoid, five effectors, cold"),
     ("spring", "thousand_frames_ten_chains", 160, 100_000_000, "spring, 1000 frames of ten 16-bone chains"),
 ]
 START, END = "<!-- bench:core:start -->", "<!-- bench:core:end -->"

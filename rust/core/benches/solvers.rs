@@ -49,7 +49,9 @@ fn chains(c: &mut Criterion) {
     {
         let (name, config) = (config.name(), config.with_tolerance(1e-4));
         let mut group = c.benchmark_group(name);
-        for &n in &lengths {
+        // The simplex grows with the degrees of freedom: long free chains are not its use.
+        let longest = if name == "tension" { 16 } else { usize::MAX };
+        for &n in lengths.iter().filter(|&&n| n <= longest) {
             let rig = bent_chain(n, n as u64);
             let end = n - 1;
             let mut solver = config.build();
@@ -184,6 +186,96 @@ fn spring(c: &mut Criterion) {
     group.finish();
 }
 
+/// Five effectors of the humanoid (hands, ankles, head) at the points of random poses of
+/// their chains.
+fn humanoid_goal_sets(rig: &Rig, count: usize) -> Vec<Vec<Goal>> {
+    let effectors = [
+        ("hand.L", 3),
+        ("hand.R", 3),
+        ("shin.L", 2),
+        ("shin.R", 2),
+        ("head", 2),
+    ];
+    let mut rng = tendon_core::fixtures::SplitMix64::new(5);
+    (0..count)
+        .map(|_| {
+            let pose = tendon_core::fixtures::random_pose(rig, &mut rng, 0.5);
+            let world = rig.world_matrices(&pose);
+            effectors
+                .iter()
+                .map(|&(name, length)| {
+                    let bone = rig.index_of(name).unwrap();
+                    Goal::new(bone, rig.head_tail(&world[bone], bone).1).with_chain_length(length)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn full_body(c: &mut Criterion) {
+    let rig = tendon_core::fixtures::humanoid();
+    let sets = humanoid_goal_sets(&rig, TARGETS);
+    let rest = Pose::rest(rig.len());
+    let mut out = Pose::rest(rig.len());
+    let mut group = c.benchmark_group("full_body");
+    for name in ["fabrik", "jacobian_dls"] {
+        let mut solver = SolverConfig::by_name(name)
+            .unwrap()
+            .with_tolerance(1e-4)
+            .build();
+        let mut k = 0;
+        group.bench_function(BenchmarkId::new(name, rig.len()), |b| {
+            b.iter(|| {
+                k = (k + 1) % sets.len();
+                black_box(solver.solve_into(&rig, &rest, &sets[k], &mut out).unwrap())
+            })
+        });
+    }
+    group.finish();
+}
+
+fn tension(c: &mut Criterion) {
+    // A limb with seven degrees of freedom: shoulder joint 3, elbow 2, wrist 2.
+    let rig = tendon_core::fixtures::humanoid_limited();
+    let hand = rig.index_of("hand.L").unwrap();
+    let mut rng = tendon_core::fixtures::SplitMix64::new(8);
+    let targets: Vec<Vec3> = (0..TARGETS)
+        .map(|_| {
+            let mut pose = Pose::rest(rig.len());
+            let mut bone = hand;
+            for _ in 0..3 {
+                let limits = rig.limits(bone);
+                let mut angles = [0.0f32; 3];
+                for (axis, limit) in limits.axes().into_iter().enumerate() {
+                    if let AxisLimit::Range { min, max } = limit {
+                        angles[axis] = rng.range(0.5 * min, 0.5 * max);
+                    }
+                }
+                pose.rotations[bone] = limits.order.to_quat(angles);
+                bone = rig.parent(bone).unwrap();
+            }
+            let world = rig.world_matrices(&pose);
+            rig.head_tail(&world[hand], hand).1
+        })
+        .collect();
+    let rest = Pose::rest(rig.len());
+    let mut out = Pose::rest(rig.len());
+    let mut solver = SolverConfig::by_name("tension")
+        .unwrap()
+        .with_tolerance(1e-4)
+        .build();
+    let mut k = 0;
+    let mut group = c.benchmark_group("tension");
+    group.bench_function(BenchmarkId::new("limb", 7), |b| {
+        b.iter(|| {
+            k = (k + 1) % targets.len();
+            let goal = Goal::new(hand, targets[k]).with_chain_length(3);
+            black_box(solver.solve_into(&rig, &rest, &[goal], &mut out).unwrap())
+        })
+    });
+    group.finish();
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .sample_size(20)
@@ -194,6 +286,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = chains, two_bone, spring
+    targets = chains, two_bone, spring, full_body, tension
 }
 criterion_main!(benches);

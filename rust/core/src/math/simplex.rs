@@ -9,7 +9,8 @@ pub struct SimplexParams {
     /// Converged when every vertex lies within this fraction of its initial step of the
     /// best one...
     pub size_tolerance: f32,
-    /// ...and the values differ by less than this.
+    /// ...and the values differ by less than this times (1 + the best value's size):
+    /// relative for large values, absolute near zero.
     pub value_tolerance: f32,
     /// Fresh simplices built around the best point after converging, to escape a collapse
     /// onto a false minimum; one that no longer improves ends the search.
@@ -20,8 +21,8 @@ impl Default for SimplexParams {
     fn default() -> Self {
         SimplexParams {
             max_evaluations: 4000,
-            size_tolerance: 1e-4,
-            value_tolerance: 1e-9,
+            size_tolerance: 1e-3,
+            value_tolerance: 1e-6,
             restarts: 2,
         }
     }
@@ -83,7 +84,8 @@ impl Simplex {
             x.copy_from_slice(self.vertex(best));
             report.value = self.values[best];
             report.converged = converged;
-            let improved = best_before - report.value > params.value_tolerance;
+            let improved =
+                best_before - report.value > params.value_tolerance * (report.value.abs() + 1.0);
             if !converged || report.restarts >= params.restarts || !improved {
                 return report;
             }
@@ -234,7 +236,8 @@ impl Simplex {
             .values
             .iter()
             .fold(0.0f32, |m, &v| m.max(v - self.values[best]));
-        if spread.is_nan() || spread > params.value_tolerance {
+        let allowed = params.value_tolerance * (self.values[best].abs() + 1.0);
+        if spread.is_nan() || spread > allowed {
             return false;
         }
         (0..=n).all(|i| {
@@ -256,8 +259,8 @@ mod tests {
         let mut x = [-1.2f32, 1.0];
         let params = SimplexParams {
             max_evaluations: 5000,
-            value_tolerance: 1e-12,
-            size_tolerance: 1e-6,
+            value_tolerance: 1e-10,
+            size_tolerance: 1e-5,
             ..SimplexParams::default()
         };
         let report = simplex.minimize(

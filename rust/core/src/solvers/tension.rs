@@ -64,7 +64,7 @@ impl Default for TensionParams {
                 ..IterationParams::default()
             },
             max_evaluations: 3000,
-            restarts: 2,
+            restarts: 1,
             reach_weight: 1e3,
             start: TensionStart::default(),
             polish: true,
@@ -91,6 +91,9 @@ pub struct TensionMinimizer {
     dofs: Vec<Dof>,
     /// The joints moved, with their Euler angles (locked axes at zero).
     joints: Vec<(usize, [f32; 3])>,
+    /// The bones whose frames an evaluation refreshes, parents first: every goal's chain
+    /// down to its effector bone.
+    refresh: Vec<usize>,
     x: Vec<f32>,
     steps: Vec<f32>,
     first: Pose,
@@ -113,6 +116,7 @@ impl TensionMinimizer {
             simplex: Simplex::default(),
             dofs: Vec::new(),
             joints: Vec::new(),
+            refresh: Vec::new(),
             x: Vec::new(),
             steps: Vec::new(),
             first: Pose::rest(0),
@@ -161,13 +165,19 @@ impl Solver for TensionMinimizer {
         let simplex_params = SimplexParams {
             max_evaluations: params.max_evaluations,
             restarts: params.restarts,
+            // A hundredth of each initial step (a few thousandths of a radian) and 1e-4 of
+            // the objective: finer relaxing changes nothing visible, and the polish
+            // settles the reach.
+            size_tolerance: 1e-2,
+            value_tolerance: 1e-4,
             ..SimplexParams::default()
         };
-        let (ws, dofs, joints) = (&mut self.ws, &self.dofs, &mut self.joints);
+        let (ws, dofs, joints, refresh) =
+            (&mut self.ws, &self.dofs, &mut self.joints, &self.refresh);
         let reach_weight = params.reach_weight as f64;
         let iteration = params.iteration;
         let report = self.simplex.minimize(
-            |x| objective(ws, rig, dofs, joints, x, reach_weight, &iteration),
+            |x| objective(ws, rig, dofs, joints, refresh, x, reach_weight, &iteration),
             &mut self.x,
             &self.steps,
             &simplex_params,
@@ -178,10 +188,13 @@ impl Solver for TensionMinimizer {
             rig,
             &self.dofs,
             &mut self.joints,
+            &self.refresh,
             &self.x,
             reach_weight,
             &iteration,
         );
+        // The bones below the chains were not refreshed during the search.
+        self.ws.forward_kinematics(rig);
         let mut result = self.ws.report_now(&params.iteration, report.evaluations);
         if params.polish && !result.reached {
             self.ws.write_pose(&mut self.first);
@@ -209,6 +222,25 @@ impl TensionMinimizer {
         self.joints.clear();
         self.x.clear();
         self.steps.clear();
+        self.refresh.clear();
+        for g in 0..self.ws.goals.len() {
+            let effector = self.ws.goals[g].goal.bone;
+            let top = self.ws.joints(g).last().copied().unwrap_or(effector);
+            // From the effector up to the chain's top: all the goal's error depends on.
+            let mut bone = effector;
+            loop {
+                self.refresh.push(bone);
+                if bone == top {
+                    break;
+                }
+                match rig.parent(bone) {
+                    Some(parent) => bone = parent,
+                    None => break,
+                }
+            }
+        }
+        self.refresh.sort_unstable();
+        self.refresh.dedup();
         for g in 0..self.ws.goals.len() {
             let goal = self.ws.goals[g].goal;
             // A head goal without a rotation target cannot feel its own bone's rotation.
@@ -247,11 +279,13 @@ impl TensionMinimizer {
 
 /// The simplex's objective at `x`: poses the joints, runs forward kinematics and adds the
 /// weighted reach error, the tension and the penalty for leaving a range.
+#[allow(clippy::too_many_arguments)]
 fn objective(
     ws: &mut Workspace,
     rig: &Rig,
     dofs: &[Dof],
     joints: &mut [(usize, [f32; 3])],
+    refresh: &[usize],
     x: &[f32],
     reach_weight: f64,
     params: &IterationParams,
@@ -271,7 +305,9 @@ fn objective(
         ws.pose.rotations[bone] = limits.order.to_quat(angles);
         tension += limits.tension_of(angles) as f64;
     }
-    ws.forward_kinematics(rig);
+    for &bone in refresh {
+        ws.update_bone(rig, bone);
+    }
     let score = ws.evaluate(params).score;
     (reach_weight * score + tension + 1e3 * outside) as f32
 }
