@@ -170,7 +170,6 @@ impl Solver for TensionMinimizer {
             // settles the reach.
             size_tolerance: 1e-2,
             value_tolerance: 1e-4,
-            ..SimplexParams::default()
         };
         let (ws, dofs, joints, refresh) =
             (&mut self.ws, &self.dofs, &mut self.joints, &self.refresh);
