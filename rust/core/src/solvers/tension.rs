@@ -136,19 +136,23 @@ impl Solver for TensionMinimizer {
     ) -> Result<SolveReport> {
         let params = self.params;
         // Optionally start from another solver's answer.
-        let from = match params.start {
-            TensionStart::Pose => start,
+        let first = match params.start {
+            TensionStart::Pose => None,
             TensionStart::Fabrik => {
                 self.fabrik.params.iteration = params.iteration;
-                self.fabrik.solve_into(rig, start, goals, &mut self.first)?;
-                &self.first
+                Some(self.fabrik.solve_into(rig, start, goals, &mut self.first)?)
             }
             TensionStart::JacobianDls => {
                 self.dls.params.iteration = params.iteration;
-                self.dls.solve_into(rig, start, goals, &mut self.first)?;
-                &self.first
+                Some(self.dls.solve_into(rig, start, goals, &mut self.first)?)
             }
         };
+        if let Some(report) = first.filter(|r| !r.reached) {
+            // Out of reach: relaxing could only pull the chain further from the target.
+            out.copy_from(&self.first);
+            return Ok(report);
+        }
+        let from = if first.is_some() { &self.first } else { start };
         self.ws
             .prepare(rig, from, goals, GoalMode::Full, &params.iteration)?;
         self.collect_dofs(rig);
