@@ -85,6 +85,8 @@ pub(crate) struct Workspace {
     /// Smallest index any goal may move: forward kinematics restarts here.
     pub first_active: usize,
     pub mode: GoalMode,
+    /// Whether each goal may move only its own (exclusive) chain.
+    pub exclusive: bool,
 }
 
 impl Default for Workspace {
@@ -99,6 +101,7 @@ impl Default for Workspace {
             euler: Vec::new(),
             first_active: 0,
             mode: GoalMode::Positional,
+            exclusive: false,
         }
     }
 }
@@ -149,6 +152,10 @@ impl Workspace {
         // Effectors in depth-first order, as the guide advises: earlier chains (the spine)
         // settle before the limbs hanging from them.
         self.goals.sort_by_key(|g| g.goal.bone);
+        self.exclusive = params.exclusive_chains;
+        if params.exclusive_chains {
+            self.make_chains_exclusive(rig);
+        }
         self.first_active = self
             .goals
             .iter()
@@ -156,8 +163,87 @@ impl Workspace {
             .map(|g| self.goal_joints[g.joints.1 - 1])
             .min()
             .unwrap_or(n);
+        if params.move_root {
+            // The root's translation moves everything below it.
+            self.first_active = self.first_active.min(self.root_of_goals(rig));
+        }
         self.aim_blender_poles(rig);
         Ok(())
+    }
+
+    /// Orders the goals by their chains' top bones (depth-first) and cuts each chain where
+    /// it meets a bone an earlier goal's chain moves.
+    fn make_chains_exclusive(&mut self, rig: &Rig) {
+        let mut keyed: Vec<((usize, usize), PreparedGoal)> = self
+            .goals
+            .drain(..)
+            .map(|g| {
+                let top = if g.joints.0 < g.joints.1 {
+                    self.goal_joints[g.joints.1 - 1]
+                } else {
+                    usize::MAX
+                };
+                ((top, g.goal.bone), g)
+            })
+            .collect();
+        keyed.sort_by_key(|(key, _)| *key);
+        let mut claimed = vec![false; rig.len()];
+        for (_, mut goal) in keyed {
+            let (start, end) = goal.joints;
+            let kept = (start..end)
+                .find(|&k| claimed[self.goal_joints[k]])
+                .unwrap_or(end);
+            for k in start..kept {
+                claimed[self.goal_joints[k]] = true;
+            }
+            if kept < end {
+                goal.joints.1 = kept;
+                goal.reach = if kept > start {
+                    let new_top = self.goal_joints[kept - 1];
+                    self.chain_reach(rig, goal.owner, goal.local_point, new_top)
+                } else {
+                    goal.owner = None;
+                    0.0
+                };
+            }
+            self.goals.push(goal);
+        }
+    }
+
+    /// The root bone above the goals (the first goal's, for rigs with several roots).
+    pub fn root_of_goals(&self, rig: &Rig) -> usize {
+        let mut bone = self.goals.first().map_or(0, |g| g.goal.bone);
+        while let Some(parent) = rig.parent(bone) {
+            bone = parent;
+        }
+        bone
+    }
+
+    /// Moves the root by half the goals' weighted mean remaining error (goals below it).
+    pub fn shift_root(&mut self, rig: &Rig) {
+        let root = self.root_of_goals(rig);
+        let (mut sum, mut weights) = (Vec3::ZERO, 0.0f32);
+        for g in 0..self.goals.len() {
+            let goal = &self.goals[g];
+            if rig.subtree(root).contains(&goal.goal.bone) {
+                sum += (goal.goal.target - self.effector(g)) * goal.goal.weight;
+                weights += goal.goal.weight;
+            }
+        }
+        if weights <= 0.0 || !sum.is_finite() {
+            return;
+        }
+        let delta = 0.5 * sum / weights;
+        // The pose translation applies in the root's rest frame.
+        let rest = rig.rest(root);
+        let local = rest.rotation.conjugate() * delta / rest.scale;
+        if local.is_finite() {
+            self.pose.translations[root] += local;
+            self.fixed_local[root] =
+                *rig.rest_matrix(root) * Affine3A::from_translation(self.pose.translations[root]);
+            self.first_active = self.first_active.min(root);
+            self.forward_kinematics(rig);
+        }
     }
 
     /// Blender's pole convention (goals with a `pole_angle`), applied once before solving
@@ -633,6 +719,9 @@ impl Workspace {
         let (mut stalls, mut bumps) = (0, 0);
         while !eval.reached && iterations < params.max_iterations {
             step(self, rig);
+            if params.move_root {
+                self.shift_root(rig);
+            }
             self.after_step(rig);
             iterations += 1;
             let next = self.evaluate(params);

@@ -205,9 +205,12 @@ impl Scratch {
             });
             // Every degree of freedom above the effector moves it, including those another
             // goal recruits (a head goal turning the chest carries the arms): a goal's chain
-            // length limits which joints it may recruit, not what moves it.
+            // length limits which joints it may recruit, not what moves it. With exclusive
+            // chains a goal drives its own joints only; the others carry it between steps.
             for (d, (&axis, dof)) in self.axes.iter().zip(&self.dofs).enumerate() {
-                if !rig.subtree(dof.bone).contains(&goal.bone) {
+                if !rig.subtree(dof.bone).contains(&goal.bone)
+                    || (ws.exclusive && !ws.joints(g).contains(&dof.bone))
+                {
                     continue;
                 }
                 let column = &mut self.jac[d * m..(d + 1) * m];

@@ -40,6 +40,13 @@ pub struct IterationParams {
     pub rotation_tolerance: f32,
     /// Largest turn of one joint in one iteration (radians); keeps steps stable.
     pub max_step_angle: f32,
+    /// Full-body solving: goals take their chains in depth-first order of the chains'
+    /// top bones, and a goal does not move bones an earlier goal's chain moves (so a head
+    /// looking bends the spine, and the arms reach from wherever it leaves the chest).
+    pub exclusive_chains: bool,
+    /// Let the rig's root translate to help the effectors (iterative solvers): after each
+    /// step the root moves by half the goals' weighted mean remaining error.
+    pub move_root: bool,
 }
 
 impl Default for IterationParams {
@@ -49,6 +56,8 @@ impl Default for IterationParams {
             tolerance: 1e-5,
             rotation_tolerance: 1e-4,
             max_step_angle: std::f32::consts::PI,
+            exclusive_chains: false,
+            move_root: false,
         }
     }
 }

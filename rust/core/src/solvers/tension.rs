@@ -72,13 +72,16 @@ impl Default for TensionParams {
     }
 }
 
-/// One degree of freedom: an unlocked Euler axis of a joint.
+/// One degree of freedom: an unlocked Euler axis of a joint, or an axis of the root's
+/// translation (with `move_root`).
 #[derive(Debug, Clone, Copy)]
 struct Dof {
+    /// Index into the joints (for a rotation) or the root bone (for a translation).
     bone: usize,
     axis: usize,
     /// The range, or None when free.
     range: Option<(f32, f32)>,
+    translation: bool,
 }
 
 /// The tension minimiser (see the module documentation).
@@ -97,6 +100,8 @@ pub struct TensionMinimizer {
     x: Vec<f32>,
     steps: Vec<f32>,
     first: Pose,
+    /// Scratch for the polish: the start solver's pose is kept here meanwhile.
+    relaxed: Pose,
     fabrik: Fabrik,
     dls: JacobianDls,
 }
@@ -120,6 +125,7 @@ impl TensionMinimizer {
             x: Vec::new(),
             steps: Vec::new(),
             first: Pose::rest(0),
+            relaxed: Pose::rest(0),
             fabrik: Fabrik::default(),
             dls: JacobianDls::default(),
         }
@@ -200,12 +206,22 @@ impl Solver for TensionMinimizer {
         self.ws.forward_kinematics(rig);
         let mut result = self.ws.report_now(&params.iteration, report.evaluations);
         if params.polish && !result.reached {
+            // `first` still holds the start solver's pose (reached, or we returned above).
+            std::mem::swap(&mut self.first, &mut self.relaxed);
             self.ws.write_pose(&mut self.first);
             self.dls.params = JacobianDlsParams {
                 iteration: params.iteration,
                 ..JacobianDlsParams::default()
             };
             let polished = self.dls.solve_into(rig, &self.first, goals, out)?;
+            if !polished.reached {
+                if let Some(reached) = first {
+                    // Relaxing cost the reach and the polish could not win it back: the
+                    // start solver's reaching pose is the better answer.
+                    out.copy_from(&self.relaxed);
+                    return Ok(reached);
+                }
+            }
             return Ok(SolveReport {
                 iterations: result.iterations + polished.iterations,
                 ..polished
@@ -226,9 +242,14 @@ impl TensionMinimizer {
         self.x.clear();
         self.steps.clear();
         self.refresh.clear();
+        let move_root = self.params.iteration.move_root;
         for g in 0..self.ws.goals.len() {
             let effector = self.ws.goals[g].goal.bone;
-            let top = self.ws.joints(g).last().copied().unwrap_or(effector);
+            let top = match move_root {
+                // The root's translation moves every goal: refresh from the root.
+                true => self.ws.root_of_goals(rig),
+                false => self.ws.joints(g).last().copied().unwrap_or(effector),
+            };
             // From the effector up to the chain's top: all the goal's error depends on.
             let mut bone = effector;
             loop {
@@ -270,11 +291,31 @@ impl TensionMinimizer {
                         bone: slot,
                         axis,
                         range,
+                        translation: false,
                     });
                     self.x.push(value);
                     self.steps
                         .push(range.map_or(0.5, |(lo, hi)| (0.25 * (hi - lo)).max(0.02)));
                 }
+            }
+        }
+        if move_root && !self.ws.goals.is_empty() {
+            let root = self.ws.root_of_goals(rig);
+            let scale = self
+                .ws
+                .goals
+                .iter()
+                .map(|g| g.length_scale)
+                .fold(0.0, f32::max);
+            for axis in 0..3 {
+                self.dofs.push(Dof {
+                    bone: root,
+                    axis,
+                    range: None,
+                    translation: true,
+                });
+                self.x.push(self.ws.pose.translations[root][axis]);
+                self.steps.push(0.1 * scale);
             }
         }
     }
@@ -295,6 +336,12 @@ fn objective(
 ) -> f32 {
     let mut outside = 0.0f64;
     for (dof, &value) in dofs.iter().zip(x) {
+        if dof.translation {
+            ws.pose.translations[dof.bone][dof.axis] = value;
+            ws.fixed_local[dof.bone] = *rig.rest_matrix(dof.bone)
+                * glam::Affine3A::from_translation(ws.pose.translations[dof.bone]);
+            continue;
+        }
         let clamped = match dof.range {
             Some((lo, hi)) => value.clamp(lo, hi),
             None => value,

@@ -1,0 +1,103 @@
+//! Full-body solving: exclusive chains in depth-first order, and a root that translates.
+
+use glam::{Quat, Vec3};
+use tendon_core::fixtures::humanoid;
+use tendon_core::*;
+
+const SOLVERS: [&str; 4] = ["fabrik", "ccd", "jacobian_dls", "tension"];
+
+fn solver(name: &str, exclusive: bool, move_root: bool) -> AnySolver {
+    let mut config = SolverConfig::by_name(name).unwrap();
+    let iteration = config.iteration_mut();
+    iteration.exclusive_chains = exclusive;
+    iteration.move_root = move_root;
+    iteration.max_iterations = iteration.max_iterations.max(300);
+    config.build()
+}
+
+fn tail(rig: &Rig, pose: &Pose, bone: usize) -> Vec3 {
+    rig.head_tail(&rig.world_matrices(pose)[bone], bone).1
+}
+
+#[test]
+fn a_later_goal_does_not_move_an_earlier_goals_chain() {
+    let rig = humanoid();
+    let index = |name: &str| rig.index_of(name).unwrap();
+    let (head, hand) = (index("head"), index("hand.L"));
+    // The arm reaches somewhere its own four bones can take it; the head looks where it
+    // already looks. The arm's chain of five would also bend the chest.
+    let mut arm = Pose::rest(rig.len());
+    for (bone, angle) in [
+        ("shoulder.L", 0.2),
+        ("upper_arm.L", -0.6),
+        ("forearm.L", 0.7),
+        ("hand.L", 0.3),
+    ] {
+        arm.rotations[index(bone)] =
+            Quat::from_rotation_z(angle) * Quat::from_rotation_x(0.4 * angle);
+    }
+    let rest = Pose::rest(rig.len());
+    let goals = [
+        Goal::new(hand, tail(&rig, &arm, hand)).with_chain_length(5),
+        Goal::new(head, tail(&rig, &rest, head)).with_chain_length(4),
+    ];
+    for name in SOLVERS {
+        let (pose, report) = solver(name, true, false)
+            .solve(&rig, &rest, &goals)
+            .unwrap();
+        assert!(report.reached || name == "ccd", "{name}: {report:?}");
+        // The head's chain (spine, chest, neck, head) came first and is satisfied: the
+        // arm's goal may not bend the chest.
+        for bone in ["spine", "chest"] {
+            let turned = pose.rotations[index(bone)].angle_between(Quat::IDENTITY);
+            assert!(turned < 1e-5, "{name}: {bone} turned {turned}");
+        }
+        // Without the option the arm uses the chest too.
+        let (free, _) = solver(name, false, false)
+            .solve(&rig, &rest, &goals)
+            .unwrap();
+        if name != "tension" {
+            assert!(
+                free.rotations[index("chest")].angle_between(Quat::IDENTITY) > 1e-4,
+                "{name}: the chest should help the arm without exclusive chains"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_translating_root_brings_out_of_reach_feet_down() {
+    let rig = humanoid();
+    let index = |name: &str| rig.index_of(name).unwrap();
+    let rest = Pose::rest(rig.len());
+    // Every limb effector 12 cm lower: the legs are (nearly) straight, so the ankles are
+    // out of reach unless the hips come down.
+    let lower = Vec3::new(0.0, 0.0, -0.12);
+    let goals: Vec<Goal> = [("hand.L", 3), ("hand.R", 3), ("shin.L", 2), ("shin.R", 2)]
+        .iter()
+        .map(|&(name, length)| {
+            let bone = index(name);
+            Goal::new(bone, tail(&rig, &rest, bone) + lower).with_chain_length(length)
+        })
+        .collect();
+    let hips = index("hips");
+    for name in SOLVERS {
+        let (_, pinned) = solver(name, false, false)
+            .solve(&rig, &rest, &goals)
+            .unwrap();
+        assert!(!pinned.reached, "{name}: reached with the root pinned");
+        let (pose, report) = solver(name, false, true)
+            .solve(&rig, &rest, &goals)
+            .unwrap();
+        if name != "ccd" {
+            assert!(report.reached, "{name}: {report:?}");
+        }
+        assert!(
+            report.residual < 0.2 * pinned.residual,
+            "{name}: {report:?} vs pinned {pinned:?}"
+        );
+        let drop = rig.world_matrices(&pose)[hips].translation.z
+            - rig.world_matrices(&rest)[hips].translation.z;
+        assert!(drop < -0.05, "{name}: the hips moved {drop}");
+    }
+}
