@@ -411,6 +411,9 @@ def solver_for(settings: Any) -> Any:
         options["max_iterations"] = settings.iterations
     if "damping" in defaults:
         options["damping"] = settings.damping
+    for flag in ("exclusive_chains", "move_root"):
+        if flag in defaults:
+            options[flag] = getattr(settings, flag)
     key = (name, tuple(sorted(options.items())))
     solver = _solvers.get(key)
     if solver is None:
@@ -479,12 +482,16 @@ def solve(obj: bpy.types.Object) -> SolveOutcome:
         raise TendonUserError(f"Armature '{obj.name}': the solver produced non-finite rotations; pose unchanged")
     changed = np.nonzero(np.abs(solved - rotations).max(axis=1) > UNCHANGED)[0]
     write_rotations(obj, entry, changed, solved)
+    # A root moved by `move_root`: its location channels.
+    moved = np.nonzero(np.abs(result.translations - translations).max(axis=1) > UNCHANGED)[0]
+    for bone in moved:
+        obj.pose.bones[int(entry.pose_order[bone])].location = result.translations[bone]
     return SolveOutcome(
         goals=len(found.goals),
         reached=bool(result.reached),
         residual=float(result.residual),
         iterations=int(result.iterations),
-        bones_written=len(changed),
+        bones_written=len(set(changed) | set(moved)),
         seconds=time.perf_counter() - started,
         warnings=found.warnings,
     )
@@ -641,6 +648,8 @@ class Baker:
             self.basis = np.empty((frames, n * 16), np.float32)
         self.static_pose = read_pose(obj, self.entry)
         self.sampled = 0
+        #: Bones whose translation the solve changed (a root with `move_root`).
+        self.moved: list[int] = []
 
     # The fast path reads target F-curves directly; anything it cannot see through (parents,
     # constraints, drivers, NLA, animated chains) makes the bake evaluate the scene per frame.
@@ -809,6 +818,12 @@ class Baker:
             result = self.solve()
             reached, largest = int(np.count_nonzero(result.reached)), float(result.residual.max())
             solved = result.rotations
+            if self.obj.tendon.move_root:
+                # The root's solved translations feed the springs and are keyed.
+                translations = result.translations
+                start = self.pose[1] if self.pose[1].ndim == 3 else np.broadcast_to(self.pose[1], translations.shape)
+                self.moved = sorted(np.nonzero(np.abs(translations - start).max(axis=(0, 2)) > UNCHANGED)[0].tolist())
+                self.pose = (self.pose[0], translations, self.pose[2])
         else:
             self.pose = self.frame_poses()
             reached, largest, solved = len(self.frames), 0.0, self.pose[0]
@@ -831,6 +846,11 @@ class Baker:
             keys += bake.write_bone_channels(
                 action, slot, pose_bone.name, bake.rotation_channel(mode), frames, channels, interpolation, span
             )
+        for bone in self.moved:
+            pose_bone = obj.pose.bones[int(self.entry.pose_order[bone])]
+            keys += bake.write_bone_channels(
+                action, slot, pose_bone.name, "location", frames, self.pose[1][:, bone], interpolation, span
+            )
         scales = self.pose[2]
         for bone in self.scaled:
             pose_bone = obj.pose.bones[int(self.entry.pose_order[bone])]
@@ -840,7 +860,7 @@ class Baker:
         self.restore_frame()
         return BakeOutcome(
             frames=len(self.frames),
-            bones=len(set(self.keyed) | set(self.scaled)),
+            bones=len(set(self.keyed) | set(self.scaled) | set(self.moved)),
             keys=keys,
             seconds=time.perf_counter() - self.started,
             sampling=self.sampling,

@@ -150,6 +150,17 @@ class TendonArmatureSettings(PropertyGroup):
         max=10.0,
         description="Damped least squares only: higher is steadier near singular poses, lower is faster",
     )
+    exclusive_chains: BoolProperty(
+        name="Exclusive Chains",
+        default=False,
+        description="Full body: effectors take their chains from the spine outwards, and none moves "
+        "bones an earlier effector's chain moves (a looking head bends the spine, the arms reach from there)",
+    )
+    move_root: BoolProperty(
+        name="Move Root",
+        default=False,
+        description="Let the root bone translate to help the effectors (e.g. hips lower so the feet reach)",
+    )
     effectors: CollectionProperty(type=TendonEffector, name="Effectors")
     active_effector_index: IntProperty(name="Active Effector", default=0, min=0)
     springs: CollectionProperty(type=TendonSpring, name="Spring Chains")

@@ -40,6 +40,9 @@ class TENDON_PT_main(TendonPanel, Panel):
         if "damping" in defaults:
             column.prop(settings, "damping")
         row = layout.row(align=True)
+        row.prop(settings, "exclusive_chains", toggle=True)
+        row.prop(settings, "move_root", toggle=True)
+        row = layout.row(align=True)
         row.scale_y = 1.4
         row.operator("tendon.solve", icon="CON_KINEMATIC")
         row.prop(settings, "live", toggle=True, icon="PLAY" if not settings.live else "PAUSE")

@@ -382,3 +382,33 @@ def test_target_curves_are_sampled_as_blender_evaluates_them() -> None:
         fcurve = bake_module().find_fcurve(target, "location", axis)
         blender = np.array([fcurve.evaluate(float(f)) for f in frames])
         assert np.abs(native[:, axis] - blender).max() < 1e-4, axis
+
+
+def test_move_root_lowers_the_hips_so_the_feet_reach_and_bakes_their_location() -> None:
+    obj = rigs.humanoid()
+    rigs.update()
+    lower = Vector((0.0, 0.0, -0.12))
+    targets = []
+    for bone, chain_length in (("hand.L", 3), ("hand.R", 3), ("shin.L", 2), ("shin.R", 2)):
+        target = rigs.empty(f"{bone}.target", rigs.tail_world(obj, bone) + lower)
+        effector = obj.tendon.effectors.add()
+        effector.bone, effector.target, effector.chain_length = bone, target, chain_length
+        targets.append((bone, target))
+    rigs.activate(obj)
+    obj.tendon.solver = "JACOBIAN_DLS"
+    bpy.ops.tendon.solve()
+    assert "not reached" in obj.tendon.status, "the straight legs cannot reach with the hips pinned"
+    bpy.ops.tendon.reset_pose()
+    obj.tendon.move_root = True
+    assert bpy.ops.tendon.solve() == {"FINISHED"}
+    for bone, target in targets:
+        assert (rigs.tail_world(obj, bone) - target.location).length < 1e-4, bone
+    hips_drop = rigs.head_world(obj, "hips").z - 1.0
+    assert hips_drop < -0.05, hips_drop
+    # Baked, the hips' location is keyed.
+    obj.pose.bones["hips"].location = (0.0, 0.0, 0.0)
+    assert bpy.ops.tendon.bake(frame_start=1, frame_end=3) == {"FINISHED"}
+    assert len(keys_of(obj, 'pose.bones["hips"].location', 0)) == 3
+    bpy.context.scene.frame_set(2)
+    for bone, target in targets:
+        assert (rigs.tail_world(obj, bone) - target.location).length < 1e-4, bone

@@ -321,3 +321,21 @@ def test_evaluate_fcurve_linear_constant_and_held_ends() -> None:
         tendon.evaluate_fcurve(co, co, co, np.array([1, 5, 2]), np.array([0.0]))
     with pytest.raises(tendon.TendonError, match="sort the keys"):
         tendon.evaluate_fcurve(co[::-1].copy(), co, co, np.array([1, 1, 1]), np.array([0.0]))
+
+
+def test_move_root_and_exclusive_chains_settings(humanoid: tendon.Rig) -> None:
+    rest = humanoid.rest_rotations()
+    world = humanoid.forward_kinematics(rest)
+    lower = np.array([0.0, 0.0, -0.12], np.float32)
+    goals = []
+    for name, length in (("shin.L", 2), ("shin.R", 2)):
+        i = humanoid.index(name)
+        tail = world[i] @ np.array([0.0, 0.45177, 0.0, 1.0], np.float32)
+        goals.append(tendon.Goal(name, tail[:3] + lower, chain_length=length))
+    pinned = tendon.Solver("jacobian_dls").solve(humanoid, goals)
+    moving = tendon.Solver("jacobian_dls", move_root=True, exclusive_chains=True).solve(humanoid, goals)
+    assert not pinned.reached and moving.reached
+    np.testing.assert_array_equal(pinned.translations, np.zeros((len(humanoid), 3), np.float32))
+    hips = humanoid.index("hips")
+    assert np.abs(moving.translations[hips]).max() > 0.05
+    assert np.count_nonzero(np.abs(moving.translations).max(axis=1)) == 1

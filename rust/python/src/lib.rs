@@ -565,6 +565,9 @@ impl Goal {
 struct SolveResult {
     #[pyo3(get)]
     rotations: Py<PyAny>,
+    /// (n, 3) local translations: the start pose's, except a root moved by `move_root`.
+    #[pyo3(get)]
+    translations: Py<PyAny>,
     #[pyo3(get)]
     iterations: u32,
     #[pyo3(get)]
@@ -593,6 +596,9 @@ impl SolveResult {
 struct FramesResult {
     #[pyo3(get)]
     rotations: Py<PyAny>,
+    /// (frames, n, 3) local translations (a root moved by `move_root` differs).
+    #[pyo3(get)]
+    translations: Py<PyAny>,
     #[pyo3(get)]
     iterations: Py<PyAny>,
     #[pyo3(get)]
@@ -733,9 +739,13 @@ impl Solver {
         data.resize(rig.len() * 4, 0.0);
         write_rotations(rig, &self.out, &mut data);
         let rotations = new_array(py, &[rig.len(), 4], &data)?;
+        data.resize(rig.len() * 3, 0.0);
+        write_translations(rig, &self.out, &mut data);
+        let translations = new_array(py, &[rig.len(), 3], &data)?;
         self.scratch = data;
         Ok(SolveResult {
             rotations: rotations.unbind(),
+            translations: translations.unbind(),
             iterations: report.iterations,
             residual: report.residual,
             rotation_residual: report.rotation_residual,
@@ -791,6 +801,7 @@ impl Solver {
         let rotations_out = unsafe {
             std::slice::from_raw_parts_mut(buffer.buf_ptr().cast::<f32>(), frames * n * 4)
         };
+        let mut translations_out = vec![0.0f32; frames * n * 3];
         let (solver, start, out, goals, data) = (
             &mut self.solver,
             &self.start,
@@ -809,6 +820,7 @@ impl Solver {
                     warm,
                     out,
                     rotations_out,
+                    &mut translations_out,
                     &mut reports,
                 )
             })
@@ -816,6 +828,7 @@ impl Solver {
         drop(buffer);
         Ok(FramesResult {
             rotations: rotations.unbind(),
+            translations: new_array(py, &[frames, n, 3], &translations_out)?.unbind(),
             iterations: new_typed(
                 py,
                 &[frames],
@@ -883,6 +896,7 @@ impl Solver {
         };
         let frames = self.prepare_frames(rig, &goals, targets, inputs)?;
         let mut rotations = vec![0.0f32; frames * rig.len() * 4];
+        let mut translations = vec![0.0f32; frames * rig.len() * 3];
         let mut reports = vec![SolveReport::default(); frames];
         let (solver, start, out, goals, data) = (
             &mut self.solver,
@@ -904,6 +918,7 @@ impl Solver {
                         warm,
                         out,
                         &mut rotations,
+                        &mut translations,
                         &mut reports,
                     )?;
                 }
@@ -1100,6 +1115,7 @@ fn run_frames(
     warm: bool,
     out: &mut Pose,
     rotations: &mut [f32],
+    translations: &mut [f32],
     reports: &mut [SolveReport],
 ) -> std::result::Result<(), CoreError> {
     let (n, goal_count) = (rig.len(), goals.len());
@@ -1124,6 +1140,11 @@ fn run_frames(
         }
         *report = solver.solve_into(rig, &from, goals, out)?;
         write_rotations(rig, out, &mut rotations[frame * n * 4..(frame + 1) * n * 4]);
+        write_translations(
+            rig,
+            out,
+            &mut translations[frame * n * 3..(frame + 1) * n * 3],
+        );
         if warm && !data.per_frame_pose {
             from.copy_from(out);
         }
@@ -1134,6 +1155,13 @@ fn run_frames(
 /// One field of every frame's report.
 fn column<T>(reports: &[SolveReport], field: impl Fn(&SolveReport) -> T) -> Vec<T> {
     reports.iter().map(field).collect()
+}
+
+/// A pose's translations in the caller's order into `out` (3 floats a bone).
+fn write_translations(rig: &CoreRig, pose: &Pose, out: &mut [f32]) {
+    for (caller, slot) in out.chunks_exact_mut(3).enumerate() {
+        slot.copy_from_slice(&pose.translations[rig.to_dfs(caller)].to_array());
+    }
 }
 
 /// A pose's rotations, w-first, in the caller's order, into `out` (4 floats a bone).
