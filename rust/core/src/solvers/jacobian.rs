@@ -99,6 +99,8 @@ struct Scratch {
     image: Vec<f64>,
     normal: DMatrix<f64>,
     rhs: DVector<f64>,
+    /// The non-zero rows of the column being accumulated.
+    nonzero: Vec<usize>,
     saved: Vec<Quat>,
     saved_euler: Vec<[f32; 3]>,
 }
@@ -117,6 +119,7 @@ impl Default for Scratch {
             image: Vec::new(),
             normal: DMatrix::zeros(0, 0),
             rhs: DVector::zeros(0),
+            nonzero: Vec::new(),
             saved: Vec::new(),
             saved_euler: Vec::new(),
         }
@@ -272,13 +275,15 @@ impl Scratch {
                 }
                 continue;
             }
+            // A joint moves only the goals below it: visit its non-zero rows alone (on a
+            // body with several limbs most of each column is zero).
             let column = &self.jac[d * m..(d + 1) * m];
-            for (c, &jc) in column.iter().enumerate() {
-                if jc == 0.0 {
-                    continue;
-                }
-                for (r, &jr) in column.iter().enumerate() {
-                    self.normal[(r, c)] += jr * jc;
+            self.nonzero.clear();
+            self.nonzero.extend((0..m).filter(|&r| column[r] != 0.0));
+            for &c in &self.nonzero {
+                let jc = column[c];
+                for &r in &self.nonzero {
+                    self.normal[(r, c)] += column[r] * jc;
                 }
             }
         }
