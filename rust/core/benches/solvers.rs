@@ -241,19 +241,9 @@ fn tension(c: &mut Criterion) {
     let mut rng = tendon_core::fixtures::SplitMix64::new(8);
     let targets: Vec<Vec3> = (0..TARGETS)
         .map(|_| {
-            let mut pose = Pose::rest(rig.len());
-            let mut bone = hand;
-            for _ in 0..3 {
-                let limits = rig.limits(bone);
-                let mut angles = [0.0f32; 3];
-                for (axis, limit) in limits.axes().into_iter().enumerate() {
-                    if let AxisLimit::Range { min, max } = limit {
-                        angles[axis] = rng.range(0.5 * min, 0.5 * max);
-                    }
-                }
-                pose.rotations[bone] = limits.order.to_quat(angles);
-                bone = rig.parent(bone).unwrap();
-            }
+            let forearm = rig.parent(hand).unwrap();
+            let limb = [hand, forearm, rig.parent(forearm).unwrap()];
+            let pose = tendon_core::fixtures::random_pose_within_limits(&rig, &limb, &mut rng, 0.5);
             let world = rig.world_matrices(&pose);
             rig.head_tail(&world[hand], hand).1
         })

@@ -151,6 +151,28 @@ pub fn random_pose(rig: &Rig, rng: &mut SplitMix64, max_angle: f32) -> Pose {
     pose
 }
 
+/// A pose with `bones` turned to random Euler angles inside their limits, each drawn from
+/// `fraction` of its range (locked and free axes stay at rest).
+pub fn random_pose_within_limits(
+    rig: &Rig,
+    bones: &[usize],
+    rng: &mut SplitMix64,
+    fraction: f32,
+) -> Pose {
+    let mut pose = Pose::rest(rig.len());
+    for &bone in bones {
+        let limits = rig.limits(bone);
+        let mut angles = [0.0f32; 3];
+        for (axis, limit) in limits.axes().into_iter().enumerate() {
+            if let AxisLimit::Range { min, max } = limit {
+                angles[axis] = rng.range(fraction * min, fraction * max);
+            }
+        }
+        pose.rotations[bone] = limits.order.to_quat(angles);
+    }
+    pose
+}
+
 /// Targets the tail of `bone` can reach: its tail in `count` random poses (joints turned
 /// up to 0.8 rad).
 pub fn reachable_targets(rig: &Rig, bone: usize, count: usize, seed: u64) -> Vec<Vec3> {

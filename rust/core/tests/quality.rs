@@ -2,7 +2,7 @@
 //! limits, are given to the solvers as effector positions only; how far each solver's
 //! joints end from the true ones shows how human its answers look.
 
-use tendon_core::fixtures::{humanoid_limited, SplitMix64};
+use tendon_core::fixtures::{humanoid_limited, random_pose_within_limits, SplitMix64};
 use tendon_core::math::angle_between;
 use tendon_core::*;
 
@@ -20,18 +20,7 @@ const TRIALS: usize = 24;
 /// A pose with every effector chain's joints at random angles inside their limits (half
 /// of each range, where people spend most of their time).
 fn true_pose(rig: &Rig, rng: &mut SplitMix64) -> Pose {
-    let mut pose = Pose::rest(rig.len());
-    for bone in chain_bones(rig) {
-        let limits = rig.limits(bone);
-        let mut angles = [0.0f32; 3];
-        for (axis, limit) in limits.axes().into_iter().enumerate() {
-            if let AxisLimit::Range { min, max } = limit {
-                angles[axis] = rng.range(0.5 * min, 0.5 * max);
-            }
-        }
-        pose.rotations[bone] = limits.order.to_quat(angles);
-    }
-    pose
+    random_pose_within_limits(rig, &chain_bones(rig), rng, 0.5)
 }
 
 fn chain_bones(rig: &Rig) -> Vec<usize> {
