@@ -41,14 +41,16 @@ def activate(obj: bpy.types.Object) -> None:
     obj.select_set(True)
 
 
-def chain(count: int, name: str = "Chain", length: float = 1.0, bend: float = 0.2) -> bpy.types.Object:
-    """A gently bent chain of `count` bones (b0 at the root), each with a different roll."""
+def chain(
+    count: int, name: str = "Chain", length: float = 1.0, bend: float = 0.2, roll: float = 0.4
+) -> bpy.types.Object:
+    """A gently bent chain of `count` bones (b0 at the root), bone i rolled `roll * i`."""
     rows = []
     head = Vector((0.0, 0.0, 0.0))
     for i in range(count):
         angle = bend * i
         tail = head + length * Vector((0.0, math.cos(angle), math.sin(angle)))
-        rows.append((f"b{i}", f"b{i - 1}" if i else None, tuple(head), tuple(tail), 0.4 * i))
+        rows.append((f"b{i}", f"b{i - 1}" if i else None, tuple(head), tuple(tail), roll * i))
         head = tail
     return armature(name, rows)
 
