@@ -452,3 +452,22 @@ def test_tension_solver_relaxes_within_limits_and_reads_the_tension_settings() -
     assert bpy.ops.tendon.solve() == {"FINISHED"}, obj.tendon.status
     assert (rigs.tail_world(obj, "b3") - target.location).length < 1e-4
     assert Vector(obj.pose.bones["b0"].rotation_euler).length < 0.5 * turn["b0"]
+
+
+def test_disabling_and_enabling_the_addon_keeps_every_setting() -> None:
+    obj = rigs.chain(3)
+    target = rigs.empty("target", (0.0, 1.0, 1.0))
+    rigs.add_effector(obj, "b2", target, chain_length=3)
+    obj.tendon.solver, obj.tendon.move_root = "TENSION", True
+    obj.tendon.effectors[0].pole_angle = 0.75
+    obj.pose.bones["b1"].tendon.use_limit_x, obj.pose.bones["b1"].tendon.max_x = True, 0.4
+    for _ in range(2):
+        bpy.ops.preferences.addon_disable(module=MODULE)
+        bpy.ops.preferences.addon_enable(module=MODULE)
+    obj = bpy.data.objects["Chain"]
+    assert (obj.tendon.solver, obj.tendon.move_root) == ("TENSION", True)
+    effector = obj.tendon.effectors[0]
+    assert (effector.bone, effector.target.name, effector.chain_length) == ("b2", "target", 3)
+    assert effector.pole_angle == pytest.approx(0.75)
+    assert obj.pose.bones["b1"].tendon.use_limit_x and obj.pose.bones["b1"].tendon.max_x == pytest.approx(0.4)
+    assert bpy.ops.tendon.solve() == {"FINISHED"}

@@ -412,3 +412,35 @@ def test_move_root_lowers_the_hips_so_the_feet_reach_and_bakes_their_location() 
     bpy.context.scene.frame_set(2)
     for bone, target in targets:
         assert (rigs.tail_world(obj, bone) - target.location).length < 1e-4, bone
+
+
+def test_bake_leaves_modifiers_nla_and_other_users_of_the_action_alone() -> None:
+    obj, _target = animated_chain()
+    # The current action: the root's location keyed, with a noise modifier on one curve,
+    # shared with a second armature, and an NLA track holding another action.
+    obj.pose.bones["b0"].keyframe_insert("location", frame=1)
+    obj.pose.bones["b0"].keyframe_insert("rotation_quaternion", frame=1)
+    rotation_curve = bake_module().find_fcurve(obj, 'pose.bones["b0"].rotation_quaternion', 1)
+    rotation_curve.modifiers.new("NOISE").strength = 0.5
+    shared = obj.animation_data.action
+    other = rigs.chain(4, name="Other")
+    other.animation_data_create()
+    other.animation_data.action = shared
+    bpy.ops.object.mode_set(mode="OBJECT")
+    rigs.activate(obj)
+    bpy.ops.object.mode_set(mode="POSE")
+    layered = bpy.data.actions.new("Layer")
+    track = obj.animation_data.nla_tracks.new()
+    track.strips.new("Layer", 1, layered)
+    actions = {action.name: action for action in bpy.data.actions}
+    assert bpy.ops.tendon.bake(frame_start=1, frame_end=10) == {"FINISHED"}
+    # A new action for this armature; the shared one, the other armature and the NLA
+    # track are as they were.
+    assert obj.animation_data.action != shared and other.animation_data.action == shared
+    assert [len(t.strips) for t in obj.animation_data.nla_tracks] == [1]
+    assert all(name in bpy.data.actions for name in actions)
+    assert bake_module().find_fcurve(other, 'pose.bones["b3"].rotation_quaternion', 0) is None
+    # The copy keeps the modifier on the curve it did not bake... and on the one it did.
+    baked = bake_module().find_fcurve(obj, 'pose.bones["b0"].rotation_quaternion', 1)
+    assert [m.type for m in baked.modifiers] == ["NOISE"]
+    assert len(bake_module().find_fcurve(obj, 'pose.bones["b0"].location', 0).keyframe_points) == 1

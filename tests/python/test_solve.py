@@ -339,3 +339,25 @@ def test_move_root_and_exclusive_chains_settings(humanoid: tendon.Rig) -> None:
     hips = humanoid.index("hips")
     assert np.abs(moving.translations[hips]).max() > 0.05
     assert np.count_nonzero(np.abs(moving.translations).max(axis=1)) == 1
+
+
+def test_hostile_arrays_are_refused_with_a_clear_error_and_huge_batches_work() -> None:
+    rig = bent_chain(2)
+    solver = tendon.Solver("fabrik")
+    goal = tendon.Goal(1, (0.5, 1.0, 0.3))
+    for bad, kind in [
+        (np.array([["a", "b", "c", "d"]] * 2), "rotations"),
+        ([[1, 0, 0, 0], [1, 0, 0]], "rotations"),
+        (np.zeros((2, 4), dtype=complex), "rotations"),
+    ]:
+        with pytest.raises(tendon.TendonError, match=kind):
+            solver.solve(rig, [goal], rotations=bad)
+    with pytest.raises(tendon.ShapeError, match="targets"):
+        solver.solve_frames(rig, [goal], np.zeros((10, 2, 3), np.float32))
+    # 200,000 frames in one call: the memory is the result's and nothing else grows.
+    frames = 200_000
+    angles = np.linspace(0.0, 20.0, frames, dtype=np.float32)
+    targets = np.stack([0.5 * np.sin(angles), 1.2 + 0.2 * np.cos(angles), 0.3 * np.ones(frames)], axis=1)
+    result = solver.solve_frames(rig, [goal], targets[:, None, :].astype(np.float32))
+    assert result.rotations.shape == (frames, 2, 4) and np.isfinite(result.rotations).all()
+    assert result.reached.mean() > 0.99

@@ -173,6 +173,83 @@ pub fn random_pose_within_limits(
     pose
 }
 
+/// Reads fuzzer bytes as a case: a rig description of up to 64 bones (any offsets,
+/// rotations, scales, lengths and limits), up to four goals (any floats) and a solver
+/// with short iteration caps. The fuzz target (`fuzz/`) and the replay of its findings
+/// (`tests/robustness.rs`) share it. Missing bytes read as zeros.
+pub fn fuzz_case(data: &[u8]) -> (RigDesc, Vec<crate::Goal>, crate::SolverConfig) {
+    let mut bytes = FuzzBytes(data);
+    let n = 1 + bytes.byte() as usize % 64;
+    let bones = (0..n)
+        .map(|i| {
+            let parent =
+                (i > 0 && bytes.byte() % 8 != 0).then(|| format!("b{}", bytes.byte() as usize % i));
+            let mut bone = BoneDesc::new(
+                format!("b{i}"),
+                parent.as_deref(),
+                Transform {
+                    translation: bytes.vec3(),
+                    rotation: Quat::from_xyzw(
+                        bytes.float(),
+                        bytes.float(),
+                        bytes.float(),
+                        bytes.float(),
+                    ),
+                    scale: bytes.vec3(),
+                },
+                bytes.float(),
+            );
+            for axis in [&mut bone.limits.x, &mut bone.limits.y, &mut bone.limits.z] {
+                *axis = match bytes.byte() % 3 {
+                    0 => AxisLimit::Free,
+                    1 => AxisLimit::Locked,
+                    _ => AxisLimit::Range {
+                        min: bytes.float(),
+                        max: bytes.float(),
+                    },
+                };
+            }
+            bone
+        })
+        .collect();
+    let goals = (0..1 + bytes.byte() % 4)
+        .map(|_| {
+            let mut goal = crate::Goal::new(bytes.byte() as usize % (n + 1), bytes.vec3())
+                .with_chain_length(bytes.byte() as usize % (n + 2));
+            if bytes.byte() % 2 == 0 {
+                let q = Quat::from_xyzw(bytes.float(), bytes.float(), bytes.float(), bytes.float());
+                goal = goal.with_rotation(q, 0.5);
+            }
+            if bytes.byte() % 3 == 0 {
+                goal = goal.with_pole(bytes.vec3());
+            }
+            goal
+        })
+        .collect();
+    let mut config = crate::SolverConfig::all()[bytes.byte() as usize % 6];
+    config.iteration_mut().max_iterations = 30;
+    if let crate::SolverConfig::Tension(p) = &mut config {
+        p.max_evaluations = 200;
+    }
+    (RigDesc { bones }, goals, config)
+}
+
+struct FuzzBytes<'a>(&'a [u8]);
+
+impl FuzzBytes<'_> {
+    fn byte(&mut self) -> u8 {
+        let (first, rest) = self.0.split_first().map_or((0, &[][..]), |(f, r)| (*f, r));
+        self.0 = rest;
+        first
+    }
+    fn float(&mut self) -> f32 {
+        f32::from_le_bytes([self.byte(), self.byte(), self.byte(), self.byte()])
+    }
+    fn vec3(&mut self) -> Vec3 {
+        Vec3::new(self.float(), self.float(), self.float())
+    }
+}
+
 /// Targets the tail of `bone` can reach: its tail in `count` random poses (joints turned
 /// up to 0.8 rad).
 pub fn reachable_targets(rig: &Rig, bone: usize, count: usize, seed: u64) -> Vec<Vec3> {

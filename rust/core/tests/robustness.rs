@@ -260,3 +260,22 @@ fn no_goals_returns_the_start_pose() {
         assert!(report.reached);
     }
 }
+
+#[test]
+fn fuzzer_findings_stay_fixed() {
+    // Inputs the fuzzer (`scripts/fuzz`) once crashed on, kept as regression tests: a
+    // quaternion whose length overflowed to a zero rotation, huge and vanishing scales.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fuzz");
+    let mut replayed = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let data = std::fs::read(entry.unwrap().path()).unwrap();
+        let (desc, goals, config) = tendon_core::fixtures::fuzz_case(&data);
+        replayed += 1;
+        let Ok(rig) = desc.build() else { continue };
+        if let Ok((pose, report)) = config.build().solve(&rig, &Pose::rest(rig.len()), &goals) {
+            assert!(pose.rotations.iter().all(|q| q.is_finite()));
+            assert!(!report.residual.is_nan());
+        }
+    }
+    assert!(replayed >= 3);
+}

@@ -119,6 +119,15 @@ fn read_f32(
     let buffer = match PyBuffer::<f32>::get(obj) {
         Ok(buffer) => buffer,
         Err(_) => {
+            // numpy would quietly drop imaginary parts and parse strings: refuse them.
+            if let Ok(kind) = obj.getattr("dtype").and_then(|d| d.getattr("kind")) {
+                let kind: String = kind.extract()?;
+                if !matches!(kind.as_str(), "f" | "i" | "u" | "b") {
+                    return Err(ShapeError::new_err(format!(
+                        "{what} must hold real numbers, not numpy dtype kind '{kind}'"
+                    )));
+                }
+            }
             let numpy = py.import("numpy")?;
             let converted = numpy
                 .call_method1("ascontiguousarray", (obj, "float32"))

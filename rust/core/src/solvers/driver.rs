@@ -87,6 +87,9 @@ pub(crate) struct Workspace {
     pub mode: GoalMode,
     /// Whether each goal may move only its own (exclusive) chain.
     pub exclusive: bool,
+    /// The validated start pose's rotations and translations (fallbacks for `write_pose`).
+    pub start_rotations: Vec<Quat>,
+    pub start_translations: Vec<Vec3>,
 }
 
 impl Default for Workspace {
@@ -102,6 +105,8 @@ impl Default for Workspace {
             first_active: 0,
             mode: GoalMode::Positional,
             exclusive: false,
+            start_rotations: Vec::new(),
+            start_translations: Vec::new(),
         }
     }
 }
@@ -120,6 +125,11 @@ impl Workspace {
         self.mode = mode;
         self.pose.copy_from(start);
         self.pose.validate(rig)?;
+        self.start_rotations.clear();
+        self.start_rotations.extend_from_slice(&self.pose.rotations);
+        self.start_translations.clear();
+        self.start_translations
+            .extend_from_slice(&self.pose.translations);
         let n = rig.len();
         self.world.resize(n, Affine3A::IDENTITY);
         self.world_rot.resize(n, Quat::IDENTITY);
@@ -765,8 +775,21 @@ impl Workspace {
     }
 
     /// Copies the working pose into `out`.
+    /// Copies the working pose into `out`. A rotation that degenerate geometry (bones of
+    /// almost no length, vanishing scales) left non-finite is replaced by its start value:
+    /// no solver ever hands back NaN.
     pub fn write_pose(&self, out: &mut Pose) {
         out.copy_from(&self.pose);
+        for (rotation, start) in out.rotations.iter_mut().zip(&self.start_rotations) {
+            if !rotation.is_finite() {
+                *rotation = *start;
+            }
+        }
+        for (translation, start) in out.translations.iter_mut().zip(&self.start_translations) {
+            if !translation.is_finite() {
+                *translation = *start;
+            }
+        }
     }
 }
 

@@ -484,7 +484,11 @@ impl SpringSimulation {
                 let delta = from_to(current.normalize(), wanted.normalize());
                 let frame = parent_rot * rig.rest(bone).rotation;
                 let turned = (frame.conjugate() * delta * frame * out.rotations[bone]).normalize();
-                out.rotations[bone] = rig.limits(bone).clamp_rotation(turned);
+                let limited = rig.limits(bone).clamp_rotation(turned);
+                // Degenerate geometry (vanishing bones) keeps the animated rotation.
+                if limited.is_finite() {
+                    out.rotations[bone] = limited;
+                }
                 self.world_rot[bone] = frame * out.rotations[bone];
                 let local = rig.local_matrix(out, bone);
                 self.world[bone] = parent_world.map_or(local, |p| p * local);
