@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib
 import os
 import platform
-import re
 import statistics
 import sys
 import tempfile
@@ -27,9 +26,10 @@ import bpy  # noqa: E402
 from mathutils import Vector  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests" / "blender"))
+sys.path.insert(0, str(ROOT / "scripts"))
 import rigs  # noqa: E402
+from report import publish  # noqa: E402
 
-START, END = "<!-- bench:blender:start -->", "<!-- bench:blender:end -->"
 MODULE = "bl_ext.user_default.tendon"
 #: The issue's goal for one live update of this rig.
 LIVE_GOAL_SECONDS = 2e-3
@@ -200,15 +200,7 @@ def main() -> None:
     for frames in (250,) if quick else (250, 1000):
         lines += ["", *bake_comparison(frames)]
     text = "\n".join(lines) + "\n"
-    out = ROOT / "out"
-    out.mkdir(exist_ok=True)
-    (out / "bench-blender.md").write_text(text)
-    readme = ROOT / "README.md"
-    body = readme.read_text()
-    if START in body and not quick:
-        body = re.sub(re.escape(START) + ".*?" + re.escape(END), START + "\n" + text + END, body, flags=re.S)
-        readme.write_text(body)
-    print(text, flush=True)
+    publish(text, "bench-blender.md", "blender", update_readme=not quick)
     os._exit(0)  # skip bpy's interpreter teardown (see tests/blender/conftest.py)
 
 

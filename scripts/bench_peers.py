@@ -20,7 +20,6 @@ import importlib
 import math
 import os
 import platform
-import re
 import statistics
 import sys
 import tempfile
@@ -36,9 +35,10 @@ import bpy  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests" / "blender"))
+sys.path.insert(0, str(ROOT / "scripts"))
 import rigs  # noqa: E402
+from report import publish  # noqa: E402
 
-START, END = "<!-- bench:peers:start -->", "<!-- bench:peers:end -->"
 MODULE = "bl_ext.user_default.tendon"
 BEND = 0.1
 #: Depsgraph updates timed per target (the IK's share of an update is small and noisy).
@@ -352,15 +352,7 @@ def main() -> None:
     for full_body in (False, True):
         cases.append(humanoid_case(full_body, 3 if quick else 20))
     text = table(cases, quick)
-    out = ROOT / "out"
-    out.mkdir(exist_ok=True)
-    (out / "bench-peers.md").write_text(text)
-    readme = ROOT / "README.md"
-    body = readme.read_text()
-    if START in body and not quick:
-        body = re.sub(re.escape(START) + ".*?" + re.escape(END), START + "\n" + text + END, body, flags=re.S)
-        readme.write_text(body)
-    print(text, flush=True)
+    publish(text, "bench-peers.md", "peers", update_readme=not quick)
     os._exit(0)  # skip bpy's interpreter teardown (see tests/blender/conftest.py)
 
 

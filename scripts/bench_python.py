@@ -9,18 +9,17 @@ Targets (issue 3): one solve call adds under 5 microseconds to the native solve;
 """
 
 import json
-import re
 import statistics
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from report import publish
 
 import tendon
 
 ROOT = Path(__file__).resolve().parent.parent
-START, END = "<!-- bench:python:start -->", "<!-- bench:python:end -->"
 
 
 def median_seconds(call: object, repeats: int, samples: int) -> float:
@@ -89,15 +88,7 @@ def main() -> None:
         goal_shown = f"{goal * 1e6:.0f} us" if goal < 1 else f"{goal:.2f}"
         lines.append(f"| {what} ({detail}) | {shown} | {goal_shown} | {'yes' if value <= goal else 'no'} |")
     text = "\n".join(lines) + "\n"
-    out = ROOT / "out"
-    out.mkdir(exist_ok=True)
-    (out / "bench-python.md").write_text(text)
-    readme = ROOT / "README.md"
-    body = readme.read_text()
-    if START in body and not quick:
-        body = re.sub(re.escape(START) + ".*?" + re.escape(END), START + "\n" + text + END, body, flags=re.S)
-        readme.write_text(body)
-    print(text)
+    publish(text, "bench-python.md", "python", update_readme=not quick)
 
 
 if __name__ == "__main__":
