@@ -471,3 +471,32 @@ def test_disabling_and_enabling_the_addon_keeps_every_setting() -> None:
     assert effector.pole_angle == pytest.approx(0.75)
     assert obj.pose.bones["b1"].tendon.use_limit_x and obj.pose.bones["b1"].tendon.max_x == pytest.approx(0.4)
     assert bpy.ops.tendon.solve() == {"FINISHED"}
+
+
+def test_a_renamed_bone_is_named_in_the_report() -> None:
+    obj = rigs.chain(3)
+    target = rigs.empty("target", rigs.random_pose_tail(obj, "b2", seed=4))
+    rigs.add_effector(obj, "b2", target)
+    obj.data.bones["b2"].name = "tip"
+    with pytest.raises(RuntimeError, match=r"effector 1 \('b2'\): armature 'Chain' has no bone 'b2'"):
+        bpy.ops.tendon.solve()
+    # Pointing the effector at the new name makes it work again.
+    obj.tendon.effectors[0].bone = "tip"
+    assert bpy.ops.tendon.solve() == {"FINISHED"}
+    assert (rigs.tail_world(obj, "tip") - target.location).length < 1e-4
+
+
+def test_undo_after_live_mode_restores_the_pose() -> None:
+    obj = rigs.chain(3)
+    target = rigs.empty("target", rigs.random_pose_tail(obj, "b2", seed=8))
+    rigs.add_effector(obj, "b2", target)
+    before = rigs.world_matrices(obj)
+    bpy.ops.ed.undo_push(message="start")
+    obj.tendon.live = True
+    rigs.update()
+    bpy.ops.ed.undo_push(message="Live")
+    assert not np.allclose(rigs.world_matrices(obj), before)
+    bpy.ops.ed.undo()
+    obj = bpy.data.objects["Chain"]
+    assert not obj.tendon.live
+    assert np.allclose(rigs.world_matrices(obj), before, atol=1e-6)
