@@ -142,8 +142,10 @@ def is_default_tension(tension: list[dict[str, dict[str, float]]]) -> bool:
     )
 
 
-def limits_json(obj: bpy.types.Object) -> str | None:
-    """The pose bones' Tendon limits as the native library's JSON (None when no bone has any)."""
+def limits_json(obj: bpy.types.Object, with_tension: bool) -> str | None:
+    """The pose bones' Tendon limits as the native library's JSON (None when no bone has
+    any). Tension settings, which only the tension minimiser reads, only `with_tension`:
+    this runs at every solve, and live mode wants it cheap."""
     limits: dict[str, dict[str, Any]] = {}
     for pose_bone in obj.pose.bones:
         settings = pose_bone.tendon
@@ -154,17 +156,21 @@ def limits_json(obj: bpy.types.Object) -> str | None:
             elif getattr(settings, f"use_limit_{axis}"):
                 low, high = getattr(settings, f"min_{axis}"), getattr(settings, f"max_{axis}")
                 axes[axis] = {"mode": "range", "min": low, "max": high}
-        tension = [
-            {
-                side: {
-                    "threshold": getattr(settings, f"threshold_{side}_{axis}"),
-                    "rigidity": getattr(settings, f"rigidity_{side}_{axis}"),
+        tension = (
+            [
+                {
+                    side: {
+                        "threshold": getattr(settings, f"threshold_{side}_{axis}"),
+                        "rigidity": getattr(settings, f"rigidity_{side}_{axis}"),
+                    }
+                    for side in ("negative", "positive")
                 }
-                for side in ("negative", "positive")
-            }
-            for axis in "xyz"
-        ]
-        if not is_default_tension(tension):
+                for axis in "xyz"
+            ]
+            if with_tension
+            else None
+        )
+        if tension and not is_default_tension(tension):
             axes["tension"] = tension
         if axes or settings.euler_order != "XYZ":
             limits[pose_bone.name] = {"order": settings.euler_order, **axes}
@@ -185,7 +191,7 @@ def read_rig(obj: bpy.types.Object) -> RigEntry:
     bones.foreach_get("matrix_local", matrices)
     lengths = np.empty(n, np.float32)
     bones.foreach_get("length", lengths)
-    limits = limits_json(obj)
+    limits = limits_json(obj, with_tension=obj.tendon.solver == "TENSION")
     signature = (tuple(names), tuple(parents), matrices.tobytes(), lengths.tobytes(), limits)
     key = obj.as_pointer()
     entry = _rigs.get(key)

@@ -17,6 +17,7 @@ Writes out/bench-peers.md and, unless --quick, README.md's bench:peers section. 
 from __future__ import annotations
 
 import importlib
+import json
 import math
 import os
 import platform
@@ -145,7 +146,7 @@ def tendon_solvers(
 
 def rig_tails(rig: Any) -> Any:
     """A function from rotations to every bone's armature-space tail, (n, 3)."""
-    description = __import__("json").loads(rig.to_json())["bones"]
+    description = json.loads(rig.to_json())["bones"]
     lengths = {bone["name"]: bone["length"] for bone in description}
     order = rig.names
     local_tails = np.array([[0.0, lengths[name], 0.0, 1.0] for name in order], np.float32)
@@ -231,22 +232,22 @@ def humanoid_case(full_body: bool, trials: int) -> dict[str, Any]:
     rng = np.random.default_rng(7)
     tails = rig_tails(rig)
     targets = []
+    parents = rig.parents
+    chains = set()
+    for bone, chain_length in effectors:
+        # The bones each effector may move (chain length 0: up to the root).
+        i, count = rig.index(bone), 0
+        while i >= 0 and (chain_length == 0 or count < chain_length):
+            chains.add(i)
+            i, count = parents[i], count + 1
     for _ in range(trials):
+        # A random pose of those chains: every target is reachable.
         rotations = rig.rest_rotations()
-        moved = {rig.index(bone) for bone, _ in effectors}
-        # Random poses of the effector chains (and, full body, the spine too).
-        for name in rig.names:
-            bone = obj.pose.bones[name]
-            in_chain = any(
-                bone == obj.pose.bones[e] or bone in obj.pose.bones[e].parent_recursive for e, _ in effectors
-            )
-            if in_chain and (
-                full_body or rig.index(name) in moved or name.split(".")[0] in ("forearm", "upper_arm", "thigh", "neck")
-            ):
-                axis = rng.normal(size=3)
-                axis /= np.linalg.norm(axis)
-                angle = 0.4 * rng.uniform(-1, 1)
-                rotations[rig.index(name)] = [math.cos(angle / 2), *(math.sin(angle / 2) * axis)]
+        for i in sorted(chains):
+            axis = rng.normal(size=3)
+            axis /= np.linalg.norm(axis)
+            angle = 0.4 * rng.uniform(-1, 1)
+            rotations[i] = [math.cos(angle / 2), *(math.sin(angle / 2) * axis)]
         points = tails(rotations)
         targets.append([tuple(points[rig.index(bone)]) for bone, _ in effectors])
     reach_of = {"hand": 0.63, "shin": 0.9, "head": 0.5}

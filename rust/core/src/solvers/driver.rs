@@ -90,6 +90,8 @@ pub(crate) struct Workspace {
     /// The validated start pose's rotations and translations (fallbacks for `write_pose`).
     pub start_rotations: Vec<Quat>,
     pub start_translations: Vec<Vec3>,
+    /// Scratch for exclusive chains: bones an earlier goal's chain moves.
+    claimed: Vec<bool>,
 }
 
 impl Default for Workspace {
@@ -107,6 +109,7 @@ impl Default for Workspace {
             exclusive: false,
             start_rotations: Vec::new(),
             start_translations: Vec::new(),
+            claimed: Vec::new(),
         }
     }
 }
@@ -184,39 +187,40 @@ impl Workspace {
     /// Orders the goals by their chains' top bones (depth-first) and cuts each chain where
     /// it meets a bone an earlier goal's chain moves.
     fn make_chains_exclusive(&mut self, rig: &Rig) {
-        let mut keyed: Vec<((usize, usize), PreparedGoal)> = self
-            .goals
-            .drain(..)
-            .map(|g| {
-                let top = if g.joints.0 < g.joints.1 {
-                    self.goal_joints[g.joints.1 - 1]
-                } else {
-                    usize::MAX
-                };
-                ((top, g.goal.bone), g)
-            })
-            .collect();
-        keyed.sort_by_key(|(key, _)| *key);
-        let mut claimed = vec![false; rig.len()];
-        for (_, mut goal) in keyed {
-            let (start, end) = goal.joints;
+        let joints = &self.goal_joints;
+        let top = |g: &PreparedGoal| match g.joints.0 < g.joints.1 {
+            true => joints[g.joints.1 - 1],
+            false => usize::MAX,
+        };
+        self.goals.sort_by_key(|g| (top(g), g.goal.bone));
+        self.claimed.clear();
+        self.claimed.resize(rig.len(), false);
+        for g in 0..self.goals.len() {
+            let (start, end) = self.goals[g].joints;
             let kept = (start..end)
-                .find(|&k| claimed[self.goal_joints[k]])
+                .find(|&k| self.claimed[self.goal_joints[k]])
                 .unwrap_or(end);
             for k in start..kept {
-                claimed[self.goal_joints[k]] = true;
+                self.claimed[self.goal_joints[k]] = true;
             }
             if kept < end {
-                goal.joints.1 = kept;
-                goal.reach = if kept > start {
-                    let new_top = self.goal_joints[kept - 1];
-                    self.chain_reach(rig, goal.owner, goal.local_point, new_top)
-                } else {
-                    goal.owner = None;
-                    0.0
+                let goal = self.goals[g];
+                let reach = match kept > start {
+                    true => self.chain_reach(
+                        rig,
+                        goal.owner,
+                        goal.local_point,
+                        self.goal_joints[kept - 1],
+                    ),
+                    false => 0.0,
                 };
+                let cut = &mut self.goals[g];
+                cut.joints.1 = kept;
+                cut.reach = reach;
+                if kept == start {
+                    cut.owner = None;
+                }
             }
-            self.goals.push(goal);
         }
     }
 

@@ -100,7 +100,7 @@ pub struct TensionMinimizer {
     x: Vec<f32>,
     steps: Vec<f32>,
     first: Pose,
-    /// Scratch for the polish: the start solver's pose is kept here meanwhile.
+    /// The relaxed pose the polish starts from.
     relaxed: Pose,
     fabrik: Fabrik,
     dls: JacobianDls,
@@ -206,19 +206,17 @@ impl Solver for TensionMinimizer {
         self.ws.forward_kinematics(rig);
         let mut result = self.ws.report_now(&params.iteration, report.evaluations);
         if params.polish && !result.reached {
-            // `first` still holds the start solver's pose (reached, or we returned above).
-            std::mem::swap(&mut self.first, &mut self.relaxed);
-            self.ws.write_pose(&mut self.first);
+            self.ws.write_pose(&mut self.relaxed);
             self.dls.params = JacobianDlsParams {
                 iteration: params.iteration,
                 ..JacobianDlsParams::default()
             };
-            let polished = self.dls.solve_into(rig, &self.first, goals, out)?;
+            let polished = self.dls.solve_into(rig, &self.relaxed, goals, out)?;
             if !polished.reached {
                 if let Some(reached) = first {
                     // Relaxing cost the reach and the polish could not win it back: the
-                    // start solver's reaching pose is the better answer.
-                    out.copy_from(&self.relaxed);
+                    // start solver's reaching pose (still in `first`) is the better answer.
+                    out.copy_from(&self.first);
                     return Ok(reached);
                 }
             }
