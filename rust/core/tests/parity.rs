@@ -175,6 +175,17 @@ fn parity_cases_give_the_stored_results() {
             "{}",
             now.name
         );
+        assert_eq!(
+            stored.expected.iterations, now.expected.iterations,
+            "{}",
+            now.name
+        );
+        let (a, b) = (stored.expected.residual, now.expected.residual);
+        assert!(
+            (a - b).abs() <= 1e-6 * a.max(1e-3),
+            "{}: {a} vs {b}",
+            now.name
+        );
         for (a, b) in stored
             .expected
             .rotations

@@ -63,10 +63,19 @@ impl Ccd {
 }
 
 impl Scratch {
-    fn build(&mut self, ws: &Workspace) {
+    fn build(&mut self, ws: &Workspace, rig: &Rig) {
         self.pairs.clear();
         for g in 0..ws.goals.len() {
             self.pairs.extend(ws.joints(g).iter().map(|&j| (j, g)));
+            // The bones above the chain that carry it (other goals' joints) serve it too.
+            let mut carrier = ws.goals[g].carrier;
+            while let Some(j) = carrier {
+                self.pairs.push((j, g));
+                carrier = rig.parent(j);
+                while let Some(p) = carrier.filter(|&p| !ws.moving[p]) {
+                    carrier = rig.parent(p);
+                }
+            }
         }
         self.pairs
             .sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
@@ -167,12 +176,11 @@ impl Solver for Ccd {
         let params = self.params.iteration;
         self.ws
             .prepare(rig, start, goals, GoalMode::Positional, &params)?;
-        self.scratch.build(&self.ws);
+        self.scratch.build(&self.ws, rig);
         let scratch = &mut self.scratch;
         let report = self.ws.iterate(rig, &params, |ws, rig| {
             scratch.sweep(ws, rig, params.max_step_angle)
         });
-        self.ws.write_pose(out);
-        Ok(report)
+        Ok(self.ws.finish(rig, &params, report.iterations, out))
     }
 }

@@ -56,6 +56,14 @@ pub(crate) struct PreparedGoal {
     pub length_scale: f32,
     /// Absolute position tolerance for this goal.
     pub tolerance: f32,
+    /// The nearest bone above the goal's chain that another goal turns (none with
+    /// exclusive chains): turning it carries this goal's chain, so it serves this goal too.
+    pub carrier: Option<usize>,
+    /// The topmost moving bone the goal's point hangs from (its chain's top, or above
+    /// through carriers), and the reach from that bone's head through every moving head
+    /// down to the point: what decides whether the goal is within reach.
+    pub base: usize,
+    pub base_reach: f32,
 }
 
 /// Residuals of the current pose.
@@ -92,6 +100,10 @@ pub(crate) struct Workspace {
     pub start_translations: Vec<Vec3>,
     /// Scratch for exclusive chains: bones an earlier goal's chain moves.
     claimed: Vec<bool>,
+    /// Scratch for `refresh_path`.
+    path: Vec<usize>,
+    /// Whether any goal may turn each bone.
+    pub moving: Vec<bool>,
 }
 
 impl Default for Workspace {
@@ -110,6 +122,8 @@ impl Default for Workspace {
             start_rotations: Vec::new(),
             start_translations: Vec::new(),
             claimed: Vec::new(),
+            path: Vec::new(),
+            moving: Vec::new(),
         }
     }
 }
@@ -180,6 +194,7 @@ impl Workspace {
             // The root's translation moves everything below it.
             self.first_active = self.first_active.min(self.root_of_goals(rig));
         }
+        self.find_carriers(rig);
         self.aim_blender_poles(rig);
         Ok(())
     }
@@ -372,6 +387,46 @@ impl Workspace {
             reach,
             length_scale,
             tolerance,
+            carrier: None,
+            base: self
+                .goal_joints
+                .get(joints.1.wrapping_sub(1))
+                .copied()
+                .filter(|_| has_joints)
+                .unwrap_or(bone),
+            base_reach: reach,
+        }
+    }
+
+    /// Finds each goal's carrier and base (see [`PreparedGoal::carrier`]). Without
+    /// exclusive chains a goal is served by every moving bone above its point, as the
+    /// Jacobian solvers' columns are; chain-based solvers learn it from here.
+    fn find_carriers(&mut self, rig: &Rig) {
+        self.moving.clear();
+        self.moving.resize(rig.len(), false);
+        for &j in &self.goal_joints {
+            self.moving[j] = true;
+        }
+        if self.exclusive {
+            return;
+        }
+        for g in 0..self.goals.len() {
+            let Some(&top) = self.joints(g).last() else {
+                continue;
+            };
+            let (mut bone, mut reach, mut carrier) = (top, self.goals[g].reach, None);
+            loop {
+                let mut above = rig.parent(bone);
+                while let Some(p) = above.filter(|&p| !self.moving[p]) {
+                    above = rig.parent(p);
+                }
+                let Some(next) = above else { break };
+                carrier.get_or_insert(next);
+                reach += self.head(next).distance(self.head(bone));
+                bone = next;
+            }
+            let goal = &mut self.goals[g];
+            (goal.carrier, goal.base, goal.base_reach) = (carrier, bone, reach);
         }
     }
 
@@ -697,10 +752,11 @@ impl Workspace {
             if self.head(top).distance(goal.target) < goal.reach {
                 continue;
             }
+            // A shared or carried chain's reach depends on the other goals' bones.
             let shared = (0..self.goals.len())
                 .filter(|&other| other != g)
                 .any(|other| self.joints(other).iter().any(|j| joints.contains(j)));
-            if shared {
+            if shared || goal.carrier.is_some() {
                 continue;
             }
             for k in (goal.joints.0..goal.joints.1).rev() {
@@ -759,9 +815,14 @@ impl Workspace {
     }
 
     /// Runs the orientation and pole passes once and reports (for one-shot solvers).
-    pub fn finish_one_shot(&mut self, rig: &Rig, params: &IterationParams) -> SolveReport {
+    pub fn finish_one_shot(
+        &mut self,
+        rig: &Rig,
+        params: &IterationParams,
+        out: &mut Pose,
+    ) -> SolveReport {
         self.after_step(rig);
-        self.report_now(params, 1)
+        self.finish(rig, params, 1, out)
     }
 
     /// Reports on the current pose after `iterations`.
@@ -778,21 +839,59 @@ impl Workspace {
         }
     }
 
-    /// Copies the working pose into `out`.
-    /// Copies the working pose into `out`. A rotation that degenerate geometry (bones of
-    /// almost no length, vanishing scales) left non-finite is replaced by its start value:
-    /// no solver ever hands back NaN.
-    pub fn write_pose(&self, out: &mut Pose) {
-        out.copy_from(&self.pose);
-        for (rotation, start) in out.rotations.iter_mut().zip(&self.start_rotations) {
+    /// Hands the working pose back in `out` and reports on that pose as returned: any
+    /// rotation or translation that degenerate geometry (bones of almost no length,
+    /// vanishing scales) left non-finite is replaced by its start value, so no solver ever
+    /// hands back NaN; then forward kinematics runs again over every bone a goal may move
+    /// and the residuals are measured there. Steps refresh frames incrementally and may
+    /// leave some stale; measuring after a full pass means a report never claims more than
+    /// the returned pose achieves.
+    pub fn finish(
+        &mut self,
+        rig: &Rig,
+        params: &IterationParams,
+        iterations: u32,
+        out: &mut Pose,
+    ) -> SolveReport {
+        for (rotation, start) in self.pose.rotations.iter_mut().zip(&self.start_rotations) {
             if !rotation.is_finite() {
                 *rotation = *start;
             }
         }
-        for (translation, start) in out.translations.iter_mut().zip(&self.start_translations) {
+        let translations = self.pose.translations.iter_mut();
+        for (translation, start) in translations.zip(&self.start_translations) {
             if !translation.is_finite() {
                 *translation = *start;
             }
+        }
+        self.forward_kinematics(rig);
+        out.copy_from(&self.pose);
+        self.report_now(params, iterations)
+    }
+
+    /// Refreshes the frames from the topmost moving bone down to `bone` along its parent
+    /// path (`bone` included), for a step about to read them after other chains moved.
+    pub fn refresh_path(&mut self, rig: &Rig, bone: usize) {
+        let mut top = bone;
+        while let Some(parent) = rig.parent(top).filter(|&p| p >= self.first_active) {
+            top = parent;
+        }
+        // Depth-first order: the path from `top` to `bone` lies inside `top`'s subtree, and
+        // each bone on it is the parent of the next bone on it that comes later.
+        let mut i = bone;
+        self.path.clear();
+        loop {
+            self.path.push(i);
+            if i == top {
+                break;
+            }
+            match rig.parent(i) {
+                Some(p) => i = p,
+                None => break,
+            }
+        }
+        while let Some(i) = self.path.pop() {
+            self.update_bone(rig, i);
         }
     }
 }

@@ -90,6 +90,8 @@ struct Scratch {
     /// Point chains: joint heads from the top joint down, then the effector point.
     points: Vec<Vec3>,
     segments: Vec<f32>,
+    /// Goals in the order point chains are solved.
+    order: Vec<usize>,
 }
 
 impl Fabrik {
@@ -127,6 +129,17 @@ impl Scratch {
                 local: goal.local_point,
                 weight,
             });
+            if let Some(carrier) = goal.carrier {
+                // The chain hangs from another goal's bone (an arm from the spine): that
+                // bone turns the chain's head towards where this goal needs it too.
+                let top = *chain.last().unwrap_or(&first);
+                self.handles.push(Handle {
+                    owner: carrier,
+                    kind: HandleKind::Child(top),
+                    local: ws.world[carrier].inverse().transform_point3(ws.head(top)),
+                    weight,
+                });
+            }
         }
         // Group by owner; a child shared by several goals becomes one handle.
         self.handles.sort_unstable_by_key(|h| (h.owner, h.kind));
@@ -164,10 +177,8 @@ impl Scratch {
         self.goal_straight.clear();
         for (g, goal) in ws.goals.iter().enumerate() {
             // Out of reach: the whole chain will aim straight at the target.
-            let out_of_reach = ws
-                .joints(g)
-                .last()
-                .is_some_and(|&top| ws.head(top).distance(goal.target) >= goal.reach);
+            let out_of_reach = !ws.joints(g).is_empty()
+                && ws.head(goal.base).distance(goal.target) >= goal.base_reach;
             self.goal_straight.push(out_of_reach);
         }
         for joint in self.joints.iter().rev() {
@@ -286,7 +297,10 @@ impl Scratch {
         self.joints
             .iter()
             .all(|j| j.end - j.start == 1 && rig.limits(j.bone).is_free())
-            && ws.goals.iter().all(|g| g.owner.is_some())
+            && ws
+                .goals
+                .iter()
+                .all(|g| g.owner.is_some() && g.carrier.is_none())
     }
 
     /// Classic FABRIK on each goal's joint positions until every goal is within tolerance,
@@ -299,8 +313,19 @@ impl Scratch {
         params: &IterationParams,
     ) -> u32 {
         let mut most = 0;
-        for g in 0..ws.goals.len() {
+        // Chains in depth-first order of their top joints: a chain hanging below another
+        // (an arm below the spine) starts from where the chain above has left it.
+        self.order.clear();
+        self.order.extend(0..ws.goals.len());
+        self.order.sort_by_key(|&g| ws.joints(g).last().copied());
+        for k in 0..self.order.len() {
+            let g = self.order[k];
             let goal = ws.goals[g];
+            if let Some(&first) = ws.joints(g).first() {
+                // Another chain may have moved this one's ancestors since the frames were
+                // computed: refresh them, and the chain, before reading its joints.
+                ws.refresh_path(rig, first);
+            }
             self.points.clear();
             for &j in ws.joints(g).iter().rev() {
                 self.points.push(ws.head(j));
@@ -319,12 +344,7 @@ impl Scratch {
             most = most.max(iterations);
             self.turn_chain_onto_points(ws, rig, g);
         }
-        // The chains' own frames are current; the bones hanging from them are not.
-        for i in ws.first_active..rig.len() {
-            if self.joint_of_bone[i] == usize::MAX {
-                ws.update_bone(rig, i);
-            }
-        }
+        ws.forward_kinematics(rig);
         most
     }
 
@@ -437,8 +457,7 @@ impl Solver for Fabrik {
             self.ws.after_step(rig);
             let report = self.ws.report_now(&params, used);
             if report.reached || used >= params.max_iterations {
-                self.ws.write_pose(out);
-                return Ok(report);
+                return Ok(self.ws.finish(rig, &params, used, out));
             }
         }
         // Trees, limits, or a chain the point pass could not finish (a straight chain with
@@ -447,12 +466,10 @@ impl Solver for Fabrik {
             max_iterations: params.max_iterations - used,
             ..params
         };
-        let mut report = self.ws.iterate(rig, &remaining, |ws, rig| {
+        let report = self.ws.iterate(rig, &remaining, |ws, rig| {
             scratch.backward(ws);
             scratch.forward(ws, rig, params.max_step_angle);
         });
-        report.iterations += used;
-        self.ws.write_pose(out);
-        Ok(report)
+        Ok(self.ws.finish(rig, &params, report.iterations + used, out))
     }
 }

@@ -486,8 +486,9 @@ impl Solver for JacobianDls {
                 damping = (damping * 10.0).min(MAX_DAMPING);
             }
         });
-        self.ws.write_pose(out);
-        Ok(report)
+        Ok(self
+            .ws
+            .finish(rig, &params.iteration, report.iterations, out))
     }
 }
 
@@ -540,7 +541,6 @@ impl Solver for JacobianTranspose {
                 scale *= 0.5;
             }
         });
-        self.ws.write_pose(out);
-        Ok(report)
+        Ok(self.ws.finish(rig, &params, report.iterations, out))
     }
 }

@@ -169,8 +169,7 @@ impl Solver for TensionMinimizer {
             .all(|&(bone, angles)| rig.limits(bone).tension_of(angles) == 0.0);
         if at_start.reached && relaxed {
             // Reached with every joint at rest: nothing to minimise.
-            self.ws.write_pose(out);
-            return Ok(at_start);
+            return Ok(self.ws.finish(rig, &params.iteration, 0, out));
         }
         let simplex_params = SimplexParams {
             max_evaluations: params.max_evaluations,
@@ -202,11 +201,14 @@ impl Solver for TensionMinimizer {
             reach_weight,
             &iteration,
         );
-        // The bones below the chains were not refreshed during the search.
-        self.ws.forward_kinematics(rig);
-        let mut result = self.ws.report_now(&params.iteration, report.evaluations);
+        // Also refreshes the bones below the chains, which the search left stale.
+        let result = self.ws.finish(
+            rig,
+            &params.iteration,
+            report.evaluations,
+            &mut self.relaxed,
+        );
         if params.polish && !result.reached {
-            self.ws.write_pose(&mut self.relaxed);
             self.dls.params = JacobianDlsParams {
                 iteration: params.iteration,
                 ..JacobianDlsParams::default()
@@ -225,8 +227,7 @@ impl Solver for TensionMinimizer {
                 ..polished
             });
         }
-        result.iterations = report.evaluations;
-        self.ws.write_pose(out);
+        out.copy_from(&self.relaxed);
         Ok(result)
     }
 }

@@ -237,8 +237,6 @@ impl Solver for TwoBone {
         for g in 0..self.ws.goals.len() {
             solve_goal(&mut self.ws, rig, g);
         }
-        let report = self.ws.finish_one_shot(rig, &params);
-        self.ws.write_pose(out);
-        Ok(report)
+        Ok(self.ws.finish_one_shot(rig, &params, out))
     }
 }
