@@ -261,16 +261,20 @@ MOCAP_RIGS: dict[str, tuple[str, float, int, tuple[Effector, ...]]] = {
 }
 
 
-def mocap_rig(name: str) -> RealRig:
-    """A CMU clip imported with Blender's BVH importer, at a frame in mid-motion. The action
+def mocap_rig(name: str, object_scale: float = 1.0) -> RealRig:
+    """A CMU clip imported with Blender's BVH importer, at a frame in mid-motion, the
+    armature object scaled by `object_scale` and the bones made that much smaller (the
+    same world size: glTF characters made in centimetres come in like that). The action
     keeps animating the bones: a solve writes the pose channels, which hold until the frame
     changes, so the checks read the pose right after the solve."""
     filename, scale, frame, effectors = MOCAP_RIGS[name]
-    assert bpy.ops.import_anim.bvh(filepath=str(MOCAP / filename), global_scale=scale) == {"FINISHED"}
+    assert bpy.ops.import_anim.bvh(filepath=str(MOCAP / filename), global_scale=scale / object_scale) == {"FINISHED"}
     obj = bpy.context.active_object
+    obj.scale = (object_scale,) * 3
     bpy.context.scene.frame_set(frame)
     enter_pose_mode(obj)
-    return RealRig(obj.name, effectors, character_height(obj), f"mocap:{name}", vary_rotation_modes=False)
+    label = f"mocap:{name}" + (f"@x{object_scale:g}" if object_scale != 1.0 else "")
+    return RealRig(obj.name, effectors, character_height(obj), label, vary_rotation_modes=False)
 
 
 # --- Poses, targets and measurements -----------------------------------------------------

@@ -56,7 +56,13 @@ SOLVERS = (*EXACT_SOLVERS, *SLOW_SOLVER_FLOORS)
 
 METARIGS = tuple(real_rigs.METARIG_EFFECTORS)
 MOCAP = tuple(real_rigs.MOCAP_RIGS)
-RIGS = (*(f"metarig:{kind}" for kind in METARIGS), "generated:human", *(f"mocap:{name}" for name in MOCAP))
+RIGS = (
+    *(f"metarig:{kind}" for kind in METARIGS),
+    "generated:human",
+    *(f"mocap:{name}" for name in MOCAP),
+    # The armature object scaled by 100, its bones 100 times smaller, as glTF imports come.
+    "mocap:cmu_102_01_max@x100",
+)
 
 
 @pytest.fixture(scope="session")
@@ -74,7 +80,8 @@ def build(rig: str, generated_blend: Callable[[], Path]) -> RealRig:
         return real_rigs.metarig(name)
     if family == "generated":
         return real_rigs.generated_rig(generated_blend())
-    return real_rigs.mocap_rig(name)
+    name, _, scale = name.partition("@x")
+    return real_rigs.mocap_rig(name, float(scale or 1.0))
 
 
 @pytest.fixture
