@@ -17,7 +17,7 @@ import bpy
 import numpy as np
 from mathutils import Matrix, Vector
 
-from . import bake
+from . import bake, chains
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -130,6 +130,7 @@ def clear_caches() -> None:
     _rigs.clear()
     _solvers.clear()
     _live_signatures.clear()
+    _live_unmeasured.clear()
 
 
 def is_default_tension(tension: list[dict[str, dict[str, float]]]) -> bool:
@@ -233,11 +234,46 @@ def read_pose(obj: bpy.types.Object, entry: RigEntry) -> tuple[np.ndarray, np.nd
 
 def chain_bones(entry: RigEntry, bone: int, chain_length: int) -> list[int]:
     """The effector bone and the ancestors its chain may turn (chain length 0: to the root)."""
-    chain = []
-    while bone >= 0 and (chain_length == 0 or len(chain) < chain_length):
-        chain.append(bone)
-        bone = entry.parents[bone]
-    return chain
+    return chains.chain_bones(entry.parents, bone, chain_length)
+
+
+def evaluated_pose(obj: bpy.types.Object, entry: RigEntry) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """The armature-space matrices Blender last evaluated, (n, 16) column-major, and the
+    pose (rotations, translations, scales) that gives them in Tendon's model: constraints,
+    drivers and inheritance options included, for the bones the solve does not move."""
+    matrices = chains.evaluated_matrices(obj, entry.pose_order, entry.pose_in_order)
+    pose = entry.rig.pose_from_world(matrices.reshape(-1, 4, 4), column_major=True)
+    return matrices, pose
+
+
+def drop_unsolvable(
+    obj: bpy.types.Object, entry: RigEntry, found: GoalSet, evaluated_rotations: np.ndarray, rotations: np.ndarray
+) -> list[int]:
+    """Skips, with a warning naming the bone and the reason, each goal whose chain holds a
+    bone Blender does not pose from its own channels; returns the bones the kept goals move."""
+    effectors = obj.tendon.effectors
+    moves = [
+        chains.moving_bones(entry.parents, [(bone, length, chains.effector_turns(effectors[position]))])
+        for (bone, length), position in zip(found.chains, found.effectors, strict=True)
+    ]
+    every = sorted({bone for bones in moves for bone in bones})
+    mismatched = chains.mismatched_bones(evaluated_rotations, rotations, every)
+    problems = dict(
+        zip(every, chains.bone_problems(obj, entry.names, entry.pose_order, every, mismatched), strict=True)
+    )
+    kept = []
+    for k, bones in enumerate(moves):
+        reasons = [problems[bone] for bone in bones if problems[bone]]
+        if reasons:
+            position = found.effectors[k]
+            label = effector_label(position, effectors[position].bone)
+            found.warnings.append(f"{label}: {'; '.join(reasons)}; skipped")
+        else:
+            kept.append(k)
+    if len(kept) < len(moves):
+        found.keep(kept)
+        return sorted({bone for k in kept for bone in moves[k]})
+    return every
 
 
 # --- Goals --------------------------------------------------------------------------------
@@ -253,6 +289,12 @@ class GoalSet:
     #: The (bone index, chain length) of each goal.
     chains: list[tuple[int, int]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+
+    def keep(self, kept: list[int]) -> None:
+        """Keeps only the goals at positions `kept`."""
+        self.goals = [self.goals[k] for k in kept]
+        self.effectors = [self.effectors[k] for k in kept]
+        self.chains = [self.chains[k] for k in kept]
 
 
 def effector_label(position: int, bone: str) -> str:
@@ -442,11 +484,33 @@ class SolveOutcome:
     bones_written: int
     seconds: float
     warnings: list[str]
+    #: What each effector must achieve in the pose Blender shows.
+    checks: list[chains.Check] = field(default_factory=list)
+    #: Names of the pose bones the solve could turn.
+    moving: list[str] = field(default_factory=list)
+    #: Whether `reached` and `residual` were measured in Blender's evaluated pose (else
+    #: they are the solver's, in Tendon's model of the rig).
+    measured: bool = False
+
+    def measure(self, obj: bpy.types.Object) -> None:
+        """Takes `reached` and `residual` from the pose Blender evaluated (call after the
+        depsgraph update): a status never claims more than the user can see."""
+        reached, largest = chains.measure(obj, self.checks)
+        if not reached:
+            notes = chains.miss_notes(obj, self.moving)
+            if self.reached and not notes:
+                notes = [
+                    "Blender's evaluated pose differs from the solved one: "
+                    "something Tendon does not model moves a chain"
+                ]
+            self.warnings = [*self.warnings, *notes]
+        self.reached, self.residual, self.measured = reached, largest, True
 
     def summary(self) -> str:
         state = "reached" if self.reached else "not reached"
+        where = " in Blender's pose" if self.measured else ""
         return (
-            f"{self.goals} effector(s) {state} (largest error {self.residual:.2g}) in "
+            f"{self.goals} effector(s) {state}{where} (largest error {self.residual:.2g}) in "
             f"{self.iterations} iteration(s); {self.bones_written} bone(s) posed "
             f"in {self.seconds * 1000:.2f} ms"
         )
@@ -471,7 +535,15 @@ def solve(obj: bpy.types.Object) -> SolveOutcome:
         reasons = "; ".join(found.warnings) or "add an effector first"
         raise TendonUserError(f"Armature '{obj.name}' has no effector to solve: {reasons}")
     solver = solver_for(obj.tendon)
-    rotations, translations, scales = read_pose(obj, entry)
+    channels = read_pose(obj, entry)
+    evaluated, (rotations, translations, scales) = evaluated_pose(obj, entry)
+    moving = drop_unsolvable(obj, entry, found, rotations, channels[0])
+    if not found.goals:
+        raise TendonUserError(f"Armature '{obj.name}' has no effector to solve: {'; '.join(found.warnings)}")
+    # The bones the solve turns start from their own channels (exact, and current even
+    # before Blender evaluates them); every other bone from where Blender puts it.
+    for start, own in zip((rotations, translations, scales), channels, strict=True):
+        start[moving] = own[moving]
     plans = scale_targets(obj, entry, found)
     if plans:
         # Scale first, as the guide advises: the positions then reach with the new lengths.
@@ -486,7 +558,8 @@ def solve(obj: bpy.types.Object) -> SolveOutcome:
     solved = result.rotations
     if not np.isfinite(solved).all():
         raise TendonUserError(f"Armature '{obj.name}': the solver produced non-finite rotations; pose unchanged")
-    changed = np.nonzero(np.abs(solved - rotations).max(axis=1) > UNCHANGED)[0]
+    # Only the chains' bones are written: the others hold Blender's evaluated pose.
+    changed = [bone for bone in moving if np.abs(solved[bone] - rotations[bone]).max() > UNCHANGED]
     write_rotations(obj, entry, changed, solved)
     # A root moved by `move_root`: its location channels.
     moved = np.nonzero(np.abs(result.translations - translations).max(axis=1) > UNCHANGED)[0]
@@ -500,7 +573,30 @@ def solve(obj: bpy.types.Object) -> SolveOutcome:
         bones_written=len(set(changed) | set(moved)),
         seconds=time.perf_counter() - started,
         warnings=found.warnings,
+        checks=effector_checks(obj, entry, found, evaluated),
+        moving=[entry.names[bone] for bone in moving],
     )
+
+
+#: Blender evaluates the pose in float32 along another path than Tendon's: a solved point
+#: lands a few 1e-7 of its chain's length from where Tendon put it. Measured in Blender's
+#: pose, an effector counts as reached within the solver's tolerance plus this much.
+MEASURE_SLACK = 2e-6
+
+
+def effector_checks(
+    obj: bpy.types.Object, entry: RigEntry, found: GoalSet, evaluated: np.ndarray
+) -> list[chains.Check]:
+    """What each solved effector must achieve in Blender's pose: its target within the
+    solver's tolerance of its chain's length."""
+    relative = obj.tendon.tolerance + MEASURE_SLACK
+    checks = []
+    for goal, position, (bone, length) in zip(found.goals, found.effectors, found.chains, strict=True):
+        effector = obj.tendon.effectors[position]
+        chain = chain_bones(entry, bone, length)
+        reach = chains.chain_reach(evaluated, entry.lengths, chain, effector.use_tail)
+        checks.append(chains.Check(effector.bone, effector.use_tail, tuple(goal.target), relative * max(reach, 1e-9)))
+    return checks
 
 
 def rotation_channels_of(pose_bone: bpy.types.PoseBone, mode: str) -> tuple[float, ...]:
@@ -623,6 +719,10 @@ class Baker:
         self.original_frame = (scene.frame_current, scene.frame_subframe)
         self.entry = read_rig(obj)
         self.found = build_goals(obj, self.entry)
+        if self.found.goals:
+            # The same refusals as a single solve, judged at the current frame.
+            _, (evaluated_rotations, _, _) = evaluated_pose(obj, self.entry)
+            drop_unsolvable(obj, self.entry, self.found, evaluated_rotations, read_pose(obj, self.entry)[0])
         self.springs = spring_chains(obj, self.entry, self.found.warnings)
         if not self.found.goals and not self.springs:
             reasons = "; ".join(self.found.warnings) or "add an effector or a spring chain first"
@@ -977,6 +1077,16 @@ def spring_chains(obj: bpy.types.Object, entry: RigEntry, warnings: list[str]) -
 # --- Live mode ----------------------------------------------------------------------------
 
 _live_signatures: dict[int, tuple[float, ...]] = {}
+#: Live solves not yet measured in Blender's evaluated pose (pointer -> outcome).
+_live_unmeasured: dict[int, SolveOutcome] = {}
+
+
+def set_status(obj: bpy.types.Object, status: str) -> None:
+    # Writing an unchanged value would still tag the object for another update.
+    if obj.tendon.status != status:
+        obj.tendon.status = status
+
+
 _live_busy = False
 #: Seconds the last live update of each armature took (pointer -> seconds), for the panel.
 live_timings: dict[int, float] = {}
@@ -1014,17 +1124,23 @@ def live_update(scene: bpy.types.Scene, force: bool = False) -> None:
             key = obj.as_pointer()
             signature = live_signature(obj)
             if not force and _live_signatures.get(key) == signature:
+                # The update that follows a live solve: measure it in the pose Blender shows.
+                outcome = _live_unmeasured.pop(key, None)
+                if outcome is not None:
+                    outcome.measure(obj)
+                    set_status(obj, "Live: " + outcome.status())
                 continue
             _live_signatures[key] = signature
             started = time.perf_counter()
             try:
                 outcome = solve(obj)
+                _live_unmeasured[key] = outcome
                 status = "Live: " + outcome.status()
             except TendonUserError as problem:
+                _live_unmeasured.pop(key, None)
                 status = f"Live: {problem}"
             live_timings[key] = time.perf_counter() - started
-            if obj.tendon.status != status:
-                obj.tendon.status = status
+            set_status(obj, status)
     finally:
         _live_busy = False
 

@@ -76,12 +76,19 @@ class TENDON_OT_solve(Operator):
 
     def execute(self, context: Context) -> set[str]:
         obj = context.active_object
+        # Bones outside the chains start where Blender last evaluated them: make sure that
+        # is now. Nothing is re-evaluated when nothing changed.
+        context.view_layer.update()
         try:
             outcome = bridge.solve(obj)
         except bridge.TendonUserError as problem:
             obj.tendon.status = str(problem)
             self.report({"ERROR"}, str(problem))
             return {"CANCELLED"}
+        # The status is measured in the pose Blender shows. This update would follow the
+        # operator anyway; it only happens earlier.
+        context.view_layer.update()
+        outcome.measure(obj)
         report_outcome(self, obj, outcome)
         return {"FINISHED"}
 

@@ -209,14 +209,14 @@ fn mocap_skeleton_fabrik_dls_tension_reach_every_jointly_reachable_target() {
 }
 
 /// CCD and the Jacobian transpose converge linearly: on these coupled chains (arms hanging
-/// from a turning spine) they often reach the iteration cap short of 1e-4 of the height,
-/// and then say so. Measured (12 trials each): metarig CCD 4/12, transpose 6/12; CMU
-/// skeleton CCD 9/12, transpose 12/12; every miss within 1.3e-3 of the height.
+/// from a turning spine) they need hundreds of iterations (their default caps are 1000
+/// and 5000). Measured (12 trials each): CCD 12/12 on both rigs; the transpose 11/12 on the
+/// metarig and 12/12 on the CMU skeleton; a miss says so and ends within 2e-3 of the height.
 #[test]
 fn ccd_and_transpose_reach_most_targets_on_real_rigs_and_say_so_when_not() {
     for (rig, effectors, floors) in [
-        ("rigify_human_metarig", &METARIG_EFFECTORS, [0.25, 0.4]),
-        ("cmu_102_01", &CMU_EFFECTORS, [0.6, 0.9]),
+        ("rigify_human_metarig", &METARIG_EFFECTORS, [1.0, 0.9]),
+        ("cmu_102_01", &CMU_EFFECTORS, [1.0, 1.0]),
     ] {
         let real = load(rig);
         for (name, floor) in ["ccd", "jacobian_transpose"].into_iter().zip(floors) {

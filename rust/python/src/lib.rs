@@ -374,6 +374,52 @@ impl Rig {
         }
         new_array(py, &[self.rig.len(), 4, 4], &data)
     }
+
+    /// The pose (rotations (n, 4) w first, translations and scales (n, 3), relative to
+    /// rest, caller order) that puts the bones at the armature-space matrices (n, 4, 4):
+    /// row-major, or column-major as Blender's `foreach_get("matrix", ...)` gives them when
+    /// `column_major`. Reading the pose Blender evaluated (constraints, drivers,
+    /// inheritance options) this way makes solvers start from where the bones really are.
+    #[pyo3(signature = (matrices, column_major = false))]
+    #[allow(clippy::type_complexity)]
+    fn pose_from_world<'py>(
+        &self,
+        py: Python<'py>,
+        matrices: &Bound<'py, PyAny>,
+        column_major: bool,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+        let n = self.rig.len();
+        let mut values = Vec::new();
+        read_f32(matrices, "matrices", &[n, 4, 4], &mut values)?;
+        ensure_finite_array(&values, "matrices")?;
+        let mut world = vec![glam::Affine3A::IDENTITY; n];
+        for (caller, m) in values.chunks_exact(16).enumerate() {
+            let mut matrix = Mat4::from_cols_slice(m);
+            if !column_major {
+                matrix = matrix.transpose();
+            }
+            world[self.rig.to_dfs(caller)] = glam::Affine3A::from_mat4(matrix);
+        }
+        let mut pose = Pose::rest(n);
+        self.rig.pose_from_world(&world, &mut pose);
+        let caller = pose.to_caller_order(&self.rig);
+        let rotations: Vec<f32> = caller
+            .rotations
+            .iter()
+            .flat_map(|q| [q.w, q.x, q.y, q.z])
+            .collect();
+        let translations: Vec<f32> = caller
+            .translations
+            .iter()
+            .flat_map(|v| v.to_array())
+            .collect();
+        let scales: Vec<f32> = caller.scales.iter().flat_map(|v| v.to_array()).collect();
+        Ok((
+            new_array(py, &[n, 4], &rotations)?,
+            new_array(py, &[n, 3], &translations)?,
+            new_array(py, &[n, 3], &scales)?,
+        ))
+    }
 }
 
 /// Reads a pose in the caller's order into `pose` (depth-first order).

@@ -402,6 +402,33 @@ impl Rig {
         }
     }
 
+    /// The pose that puts every bone at the armature-space matrices `world` (depth-first
+    /// order) under this rig's forward kinematics: each bone's transform relative to its
+    /// rest frame on its parent's given matrix. Blender poses bones through constraints,
+    /// drivers and inheritance options the rig does not model; read back this way, the pose
+    /// Blender shows is where solvers start, so a chain hangs where the user sees it. A bone
+    /// whose frame cannot be inverted (a parent scaled to zero), or any non-finite value,
+    /// keeps the rest transform.
+    pub fn pose_from_world(&self, world: &[Affine3A], pose: &mut Pose) {
+        pose.reset(self.len());
+        for (i, matrix) in world.iter().enumerate().take(self.len()) {
+            let frame = match self.parents[i] {
+                Some(p) => world[p] * self.rest_affine[i],
+                None => self.rest_affine[i],
+            };
+            if !(frame.matrix3.determinant().abs() > f32::MIN_POSITIVE) {
+                continue;
+            }
+            let (scale, rotation, translation) =
+                (frame.inverse() * *matrix).to_scale_rotation_translation();
+            if scale.is_finite() && rotation.is_finite() && translation.is_finite() {
+                pose.scales[i] = scale;
+                pose.rotations[i] = rotation.normalize();
+                pose.translations[i] = translation;
+            }
+        }
+    }
+
     /// Armature-space matrices of every bone for `pose` (allocating convenience).
     pub fn world_matrices(&self, pose: &Pose) -> Vec<Affine3A> {
         let mut world = Vec::new();

@@ -27,8 +27,10 @@ pub struct CcdParams {
 impl Default for CcdParams {
     fn default() -> Self {
         CcdParams {
+            // CCD converges linearly; arms hanging from a turning spine (real rigs) take
+            // hundreds of sweeps. The stall exit ends easy solves early.
             iteration: IterationParams {
-                max_iterations: 200,
+                max_iterations: 1000,
                 ..IterationParams::default()
             },
         }

@@ -59,8 +59,10 @@ pub struct JacobianTransposeParams {
 impl Default for JacobianTransposeParams {
     fn default() -> Self {
         JacobianTransposeParams {
+            // The transpose converges linearly, slowest on coupled chains (arms on a
+            // turning spine); the stall exit ends easy solves early.
             iteration: IterationParams {
-                max_iterations: 1000,
+                max_iterations: 5000,
                 max_step_angle: 0.2,
                 ..IterationParams::default()
             },

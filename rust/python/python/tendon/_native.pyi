@@ -84,6 +84,9 @@ class Rig:
         translations: _ArrayLike | None = None,
         scales: _ArrayLike | None = None,
     ) -> _Float32Array: ...
+    def pose_from_world(
+        self, matrices: _ArrayLike, column_major: bool = False
+    ) -> tuple[_Float32Array, _Float32Array, _Float32Array]: ...
 
 @final
 class Goal:
