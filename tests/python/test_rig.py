@@ -113,3 +113,30 @@ def test_pose_inputs_of_any_layout() -> None:
         rig.forward_kinematics(rotations[:, :3])
     with pytest.raises(tendon.TendonError, match="zero quaternion"):
         rig.forward_kinematics(np.zeros((6, 4), np.float32))
+
+
+def test_pose_from_world_inverts_forward_kinematics(humanoid: tendon.Rig) -> None:
+    # A pose with translations and a uniformly scaled spine: reading its armature-space
+    # matrices back gives the same world matrices (the add-on reads Blender's evaluated
+    # pose this way) and, where nothing is degenerate, the same channels.
+    rng = np.random.default_rng(7)
+    n = len(humanoid)
+    rotations = rng.normal(size=(n, 4)).astype(np.float32)
+    rotations /= np.linalg.norm(rotations, axis=1, keepdims=True)
+    rotations[rotations[:, 0] < 0] *= -1
+    translations = rng.uniform(-0.05, 0.05, size=(n, 3)).astype(np.float32)
+    scales = np.ones((n, 3), np.float32)
+    scales[humanoid.index("spine")] = 1.2
+    world = humanoid.forward_kinematics(rotations, translations, scales)
+    back_rotations, back_translations, back_scales = humanoid.pose_from_world(world)
+    sign = np.where(np.sum(back_rotations * rotations, axis=1) < 0, -1.0, 1.0)[:, None]
+    np.testing.assert_allclose(back_rotations * sign, rotations, atol=2e-5)
+    np.testing.assert_allclose(back_translations, translations, atol=2e-5)
+    np.testing.assert_allclose(back_scales, scales, atol=2e-5)
+    again = humanoid.forward_kinematics(back_rotations, back_translations, back_scales)
+    np.testing.assert_allclose(again, world, atol=2e-5)
+    # Column-major input (Blender's foreach_get layout) gives the same pose.
+    column_major = humanoid.pose_from_world(np.ascontiguousarray(world.transpose(0, 2, 1)), column_major=True)
+    np.testing.assert_allclose(column_major[0], back_rotations, atol=1e-6)
+    with pytest.raises(tendon.ShapeError, match="matrices"):
+        humanoid.pose_from_world(world[:3])
