@@ -416,7 +416,9 @@ impl Rig {
                 Some(p) => world[p] * self.rest_affine[i],
                 None => self.rest_affine[i],
             };
-            if !(frame.matrix3.determinant().abs() > f32::MIN_POSITIVE) {
+            // Also catches a NaN determinant.
+            let determinant = frame.matrix3.determinant().abs();
+            if determinant.is_nan() || determinant <= f32::MIN_POSITIVE {
                 continue;
             }
             let (scale, rotation, translation) =
