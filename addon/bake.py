@@ -61,9 +61,15 @@ def channelbag(action: bpy.types.Action, slot: Any, create: bool) -> Any:
     """The F-curve container of `slot` in `action` (4.4+), or None when it has none."""
     from bpy_extras import anim_utils
 
-    if create:
-        return anim_utils.action_ensure_channelbag_for_slot(action, slot)
-    return anim_utils.action_get_channelbag_for_slot(action, slot)
+    if not create:
+        return anim_utils.action_get_channelbag_for_slot(action, slot)
+    # 5.0 added this helper; 4.4 and 4.5 lack it, so walk the same way it does there.
+    ensure = getattr(anim_utils, "action_ensure_channelbag_for_slot", None)
+    if ensure is not None:
+        return ensure(action, slot)
+    layer = action.layers[0] if action.layers else action.layers.new("Layer")
+    strip = layer.strips[0] if layer.strips else layer.strips.new(type="KEYFRAME")
+    return strip.channelbag(slot, ensure=True)
 
 
 def fcurves_of(id_data: bpy.types.ID) -> Any:
@@ -87,9 +93,14 @@ def find_fcurve(id_data: bpy.types.ID, data_path: str, index: int) -> bpy.types.
 
 def ensure_fcurve(action: bpy.types.Action, slot: Any, data_path: str, index: int, group: str) -> bpy.types.FCurve:
     if SLOTTED:
-        fcurves = channelbag(action, slot, create=True).fcurves
-        found = fcurves.find(data_path, index=index)
-        return found if found is not None else fcurves.new(data_path, index=index, group_name=group)
+        bag = channelbag(action, slot, create=True)
+        found = bag.fcurves.find(data_path, index=index)
+        if found is not None:
+            return found
+        # `fcurves.new(group_name=)` is 5.0 only; assigning the group works from 4.4 on.
+        fcurve = bag.fcurves.new(data_path, index=index)
+        fcurve.group = bag.groups.get(group) or bag.groups.new(group)
+        return fcurve
     found = action.fcurves.find(data_path, index=index)
     return found if found is not None else action.fcurves.new(data_path, index=index, action_group=group)
 

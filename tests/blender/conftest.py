@@ -58,12 +58,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    # bpy 4.2 as a Python module crashes (SIGSEGV) while the interpreter shuts down once any
-    # property update callback or app handler was ever registered, Tendon's or anyone's
-    # (seven lines of plain bpy reproduce it; 5.0 does not). Blender the application exits
-    # through its own path, so users never see it. Leave before that teardown, keeping
-    # pytest's verdict as the exit code.
-    if bpy.app.version[:2] == (4, 2):
+    # bpy 4.2 as a Python module crashes (SIGSEGV), and bpy 4.5 hangs for ever, while the
+    # interpreter shuts down once any property update callback or app handler was ever
+    # registered, Tendon's or anyone's (a few lines of plain bpy reproduce both; 4.4 and 5.0
+    # exit cleanly). Blender the application exits through its own path, so users never see
+    # it. Leave before that teardown, keeping pytest's verdict as the exit code.
+    if bpy.app.version[:2] in ((4, 2), (4, 5)):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(_exit_status)
