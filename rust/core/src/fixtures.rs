@@ -168,7 +168,7 @@ pub fn random_pose_within_limits(
                 angles[axis] = rng.range(fraction * min, fraction * max);
             }
         }
-        pose.rotations[bone] = limits.order.to_quat(angles);
+        pose.rotations[bone] = limits.rotation_of(angles);
     }
     pose
 }

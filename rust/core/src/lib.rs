@@ -56,5 +56,5 @@ pub use solvers::{
     distribute_scale, AnySolver, Ccd, CcdParams, Fabrik, FabrikParams, IterationParams,
     JacobianDls, JacobianDlsParams, JacobianTranspose, JacobianTransposeParams, ScaleLimits,
     SolveReport, Solver, SolverConfig, SphereCollider, SpringChain, SpringParams, SpringSimulation,
-    TensionMinimizer, TensionParams, TensionStart, TwoBone, TwoBoneParams,
+    TensionMinimizer, TensionParams, TensionReference, TensionStart, TwoBone, TwoBoneParams,
 };

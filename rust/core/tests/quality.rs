@@ -2,6 +2,7 @@
 //! limits, are given to the solvers as effector positions only; how far each solver's
 //! joints end from the true ones shows how human its answers look.
 
+use glam::Quat;
 use tendon_core::fixtures::{humanoid_limited, random_pose_within_limits, SplitMix64};
 use tendon_core::math::angle_between;
 use tendon_core::*;
@@ -163,4 +164,105 @@ fn tension_poses_are_closer_to_the_truth_than_unconstrained_solvers() {
             other.1.mean_angle_error
         );
     }
+}
+
+/// Mean angle (degrees) between the chain joints of two poses.
+fn mean_joint_angle(rig: &Rig, a: &Pose, b: &Pose) -> f32 {
+    let bones = chain_bones(rig);
+    bones
+        .iter()
+        .map(|&bone| angle_between(a.rotations[bone], b.rotations[bone]).to_degrees())
+        .sum::<f32>()
+        / bones.len() as f32
+}
+
+fn tension_with(reference: TensionReference) -> TensionMinimizer {
+    TensionMinimizer::new(TensionParams {
+        reference,
+        ..TensionParams::default()
+    })
+}
+
+#[test]
+fn tension_relaxes_towards_its_reference_pose() {
+    let rig = humanoid_limited();
+    let n = rig.len();
+    let bones = chain_bones(&rig);
+    let mut rng = SplitMix64::new(77);
+    let (mut from_start, mut from_rest, mut from_stored) = (0.0f32, 0.0f32, 0.0f32);
+    for _ in 0..TRIALS {
+        // The previous frame and this one: a small move of every chain joint, as motion
+        // between two frames of an animation.
+        let previous = true_pose(&rig, &mut rng);
+        let mut truth = previous.clone();
+        let step = random_pose_within_limits(&rig, &bones, &mut rng, 0.1);
+        for &bone in &bones {
+            let moved = truth.rotations[bone] * step.rotations[bone];
+            truth.rotations[bone] = rig.limits(bone).clamp_rotation(moved);
+        }
+        let goals = goals_for(&rig, &truth);
+        let check = |solver: &mut TensionMinimizer, start: &Pose| {
+            let (solved, report) = solver.solve(&rig, start, &goals).unwrap();
+            assert!(report.reached, "{:?}: {report:?}", solver.params.reference);
+            for &bone in &bones {
+                assert!(rig.limits(bone).contains(solved.rotations[bone], 1e-3));
+            }
+            mean_joint_angle(&rig, &solved, &truth)
+        };
+        from_start += check(&mut tension_with(TensionReference::Start), &previous);
+        from_rest += check(&mut tension_with(TensionReference::Rest), &previous);
+        // A stored reference: the true pose itself, solved from rest.
+        let mut stored = tension_with(TensionReference::Pose);
+        stored.set_reference_pose(Some(truth.clone()));
+        from_stored += check(&mut stored, &Pose::rest(n));
+    }
+    let (start, rest, stored) = (
+        from_start / TRIALS as f32,
+        from_rest / TRIALS as f32,
+        from_stored / TRIALS as f32,
+    );
+    eprintln!("mean joint-angle error to the true pose: reference start {start:.2} deg, rest {rest:.2} deg, the true pose stored {stored:.2} deg");
+    assert!(
+        start < 0.6 * rest,
+        "start {start:.2} deg vs rest {rest:.2} deg"
+    );
+    assert!(stored < 1.0, "stored true pose: {stored:.2} deg");
+}
+
+#[test]
+fn tension_reference_pose_errors_name_the_reference() {
+    let rig = humanoid_limited();
+    let goals = goals_for(&rig, &Pose::rest(rig.len()));
+    let mut solver = tension_with(TensionReference::Pose);
+    let err = solver
+        .solve(&rig, &Pose::rest(rig.len()), &goals)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("reference pose") && err.contains("no pose"),
+        "{err}"
+    );
+    solver.set_reference_pose(Some(Pose::rest(3)));
+    let err = solver
+        .solve(&rig, &Pose::rest(rig.len()), &goals)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("3 bones"), "{err}");
+    let mut bad = Pose::rest(rig.len());
+    let spine = rig.index_of("spine").unwrap();
+    bad.rotations[spine] = Quat::from_xyzw(f32::NAN, 0.0, 0.0, 1.0);
+    solver.set_reference_pose(Some(bad.clone()));
+    let err = solver
+        .solve(&rig, &Pose::rest(rig.len()), &goals)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("'spine'"), "{err}");
+    // The start as reference with a frame's animated pose beside it (solve_near).
+    let mut start = tension_with(TensionReference::Start);
+    let mut out = Pose::rest(0);
+    let err = start
+        .solve_near(&rig, &Pose::rest(rig.len()), &bad, &goals, &mut out)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("'spine'"), "{err}");
 }

@@ -17,7 +17,7 @@ use tendon_core::{
     distribute_scale as core_distribute_scale, AnySolver, EffectorPoint, Goal as CoreGoal,
     JointLimits, Pose, Rig as CoreRig, RigDesc, RotationMode, ScaleLimits, SolveReport,
     Solver as _, SolverConfig, SphereCollider, SpringChain, SpringParams,
-    SpringSimulation as CoreSpringSimulation, TendonError as CoreError,
+    SpringSimulation as CoreSpringSimulation, TendonError as CoreError, TensionReference,
 };
 
 create_exception!(
@@ -772,6 +772,39 @@ impl Solver {
         format!("Solver('{}')", self.config.name())
     }
 
+    /// Stores the pose the tension solver's `reference="pose"` relaxes towards: local
+    /// `rotations` (n, 4) w-first in the caller's bone order of `rig`; None forgets it.
+    #[pyo3(signature = (rig, rotations = None))]
+    fn set_reference_pose(
+        &mut self,
+        rig: &Rig,
+        rotations: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let AnySolver::Tension(tension) = &mut self.solver else {
+            return Err(SolverError::new_err(format!(
+                "only the tension solver has a reference pose, not {}",
+                self.config.name()
+            )));
+        };
+        let pose = match rotations {
+            None => None,
+            Some(rotations) => {
+                let mut pose = Pose::rest(0);
+                read_pose(
+                    &rig.rig,
+                    rotations,
+                    None,
+                    None,
+                    &mut pose,
+                    &mut self.scratch,
+                )?;
+                Some(pose)
+            }
+        };
+        tension.set_reference_pose(pose);
+        Ok(())
+    }
+
     /// Solves `goals` from the pose given by local `rotations` (n, 4) w-first (the rest
     /// pose when None) and optional `translations` and `scales` (n, 3), in the caller's
     /// bone order. The GIL is released while solving.
@@ -1177,6 +1210,12 @@ fn run_frames(
     let mut from = start.clone();
     // The next frame's start, built beside `from` (which the warm start compares against).
     let mut next = Pose::rest(if data.per_frame_pose { n } else { 0 });
+    // The frame's animated pose when the start is the previous answer: the pose a tension
+    // reference of "start" means when baking.
+    let animated_beside = data.per_frame_pose
+        && warm
+        && matches!(solver, AnySolver::Tension(t) if t.params.reference == TensionReference::Start);
+    let mut animated = Pose::rest(if animated_beside { n } else { 0 });
     for (frame, report) in reports.iter_mut().enumerate() {
         for (k, goal) in goals.iter_mut().enumerate() {
             let at = frame * goal_count + k;
@@ -1193,7 +1232,12 @@ fn run_frames(
             frame_pose(rig, data, frame, &mut next, keep);
             std::mem::swap(&mut next, &mut from);
         }
-        *report = solver.solve_into(rig, &from, goals, out)?;
+        *report = if animated_beside {
+            frame_pose(rig, data, frame, &mut animated, None);
+            solver.solve_near(rig, &from, &animated, goals, out)?
+        } else {
+            solver.solve_into(rig, &from, goals, out)?
+        };
         write_rotations(rig, out, &mut rotations[frame * n * 4..(frame + 1) * n * 4]);
         write_translations(
             rig,

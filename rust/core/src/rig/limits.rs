@@ -1,11 +1,13 @@
 //! Per-joint limits, the one place where every solver's rotations are constrained.
 //!
 //! A joint's rotation relative to rest is decomposed into Euler angles in the joint's
-//! order; each axis is free, locked at zero, or limited to an inclusive range.
+//! order; each axis is free, locked at zero, or limited to an inclusive range. The axes are
+//! the bone's own, optionally turned about the bone (its Y axis) by `roll`, so a hinge can
+//! be limited about its true axis whatever roll the rig's bones have.
 
 use crate::error::{Result, TendonError};
 use crate::math::{wrap_angle, EulerOrder};
-use glam::Quat;
+use glam::{Quat, Vec3};
 use serde::{Deserialize, Serialize};
 use std::f32::consts::TAU;
 
@@ -120,6 +122,9 @@ pub struct JointLimits {
     pub z: AxisLimit,
     /// Tension per axis `[x, y, z]`, for the tension minimiser.
     pub tension: [AxisTension; 3],
+    /// Turn (radians) about the bone's Y axis from the bone's axes to the limit axes: the
+    /// Euler angles are those of `R^-1 q R`, `R` this turn about Y, `q` the rotation.
+    pub roll: f32,
 }
 
 impl JointLimits {
@@ -139,6 +144,7 @@ impl JointLimits {
                 rigidity: 1.0,
             },
         }; 3],
+        roll: 0.0,
     };
 
     /// The limits of axes `[x, y, z]`.
@@ -170,6 +176,13 @@ impl JointLimits {
     /// Checks that ranges are finite and ordered and tension settings finite and positive,
     /// naming `bone` otherwise.
     pub fn validate(&self, bone: &str) -> Result<()> {
+        if !self.roll.is_finite() {
+            return Err(TendonError::InvalidLimit {
+                bone: bone.to_owned(),
+                axis: 'y',
+                reason: format!("the limit axes' roll must be finite, not {}", self.roll),
+            });
+        }
         for (axis, tension) in ['x', 'y', 'z'].into_iter().zip(&self.tension) {
             for (side, s) in [
                 ("negative", tension.negative),
@@ -226,10 +239,51 @@ impl JointLimits {
         }
     }
 
-    /// Decomposes `rotation` (relative to rest) into angles in this joint's order, picking
-    /// the representation closest to `near`.
+    /// The turn from the bone's axes to the limit axes (identity without `roll`).
+    fn frame(&self) -> Quat {
+        Quat::from_rotation_y(self.roll)
+    }
+
+    /// `rotation` (in the bone's axes) in the limit axes.
+    fn in_limit_axes(&self, rotation: Quat) -> Quat {
+        if self.roll == 0.0 {
+            return rotation;
+        }
+        let frame = self.frame();
+        frame.conjugate() * rotation * frame
+    }
+
+    /// The rotation (relative to rest, in the bone's axes) of Euler angles `[x, y, z]`
+    /// about the limit axes.
+    pub fn rotation_of(&self, angles: [f32; 3]) -> Quat {
+        let rotation = self.order.to_quat(angles);
+        if self.roll == 0.0 {
+            return rotation;
+        }
+        let frame = self.frame();
+        frame * rotation * frame.conjugate()
+    }
+
+    /// Decomposes `rotation` (relative to rest) into Euler angles about the limit axes.
+    pub fn euler_of(&self, rotation: Quat) -> [f32; 3] {
+        self.order.from_quat(self.in_limit_axes(rotation))
+    }
+
+    /// Decomposes `rotation` (relative to rest) into angles in this joint's order about
+    /// the limit axes, picking the representation closest to `near`.
     pub fn angles_of(&self, rotation: Quat, near: [f32; 3]) -> [f32; 3] {
-        self.order.from_quat_near(rotation, near)
+        self.order.from_quat_near(self.in_limit_axes(rotation), near)
+    }
+
+    /// The bone-space axes each Euler angle turns about at `angles` (the rate axes of
+    /// [`EulerOrder::rate_axes`], in the bone's axes).
+    pub fn rate_axes(&self, angles: [f32; 3]) -> [Vec3; 3] {
+        let axes = self.order.rate_axes(angles);
+        if self.roll == 0.0 {
+            return axes;
+        }
+        let frame = self.frame();
+        axes.map(|axis| frame * axis)
     }
 
     /// The nearest rotation inside the limits. Of the two Euler representations of the
@@ -238,14 +292,14 @@ impl JointLimits {
         if self.is_free() {
             return rotation;
         }
-        let first = self.order.from_quat(rotation);
+        let first = self.euler_of(rotation);
         let second = self.order.alternate(first);
         let (cost_a, a) = self.clamp_representation(first);
         let (cost_b, b) = self.clamp_representation(second);
         if cost_a == 0.0 && cost_b == 0.0 {
             return rotation;
         }
-        self.order.to_quat(if cost_b < cost_a { b } else { a })
+        self.rotation_of(if cost_b < cost_a { b } else { a })
     }
 
     fn clamp_representation(&self, angles: [f32; 3]) -> (f32, [f32; 3]) {
@@ -261,7 +315,7 @@ impl JointLimits {
 
     /// Whether `rotation` lies within the limits, allowing `slack` radians per axis.
     pub fn contains(&self, rotation: Quat, slack: f32) -> bool {
-        let first = self.order.from_quat(rotation);
+        let first = self.euler_of(rotation);
         [first, self.order.alternate(first)]
             .into_iter()
             .any(|angles| {
@@ -315,6 +369,50 @@ mod tests {
             max: 1.0,
         };
         assert!(k.validate("shin").is_err());
+    }
+
+    #[test]
+    fn roll_turns_the_limit_axes_about_the_bone() {
+        // A hinge about the bone's X axis turned 40 degrees about Y (a rolled knee).
+        let roll = 40f32.to_radians();
+        let k = JointLimits { roll, ..knee() };
+        let hinge = Quat::from_rotation_y(roll) * Vec3::X;
+        let bent = Quat::from_axis_angle(hinge, 1.2);
+        assert!(k.contains(bent, 1e-4));
+        let e = k.euler_of(bent);
+        assert!((e[0] - 1.2).abs() < 1e-5 && e[1].abs() < 1e-5 && e[2].abs() < 1e-5);
+        assert!(angle_between(k.rotation_of(e), bent) < 1e-5);
+        // About the bone's own X it leaves the hinge: clamped back onto it.
+        let off = Quat::from_rotation_x(1.2);
+        assert!(!k.contains(off, 1e-3));
+        let clamped = k.clamp_rotation(off);
+        assert!(k.contains(clamped, 1e-4));
+        let (axis, _) = clamped.to_axis_angle();
+        assert!(axis.cross(hinge).length() < 1e-3, "{axis} vs {hinge}");
+        // The rate axes are the derivatives of rotation_of, in the bone's axes.
+        let angles = [0.3, -0.2, 0.5];
+        let free = JointLimits {
+            roll,
+            order: EulerOrder::ZXY,
+            ..JointLimits::FREE
+        };
+        let h = 1e-3;
+        for (axis, rate) in free.rate_axes(angles).into_iter().enumerate() {
+            let mut moved = angles;
+            moved[axis] += h;
+            let turn = free.rotation_of(moved) * free.rotation_of(angles).conjugate();
+            let numeric = turn.to_scaled_axis() / h;
+            assert!(
+                (numeric - rate).length() < 1e-2,
+                "{axis}: {numeric} vs {rate}"
+            );
+        }
+        let bad = JointLimits {
+            roll: f32::INFINITY,
+            ..knee()
+        };
+        let err = bad.validate("shin.L").unwrap_err().to_string();
+        assert!(err.contains("shin.L") && err.contains("roll"), "{err}");
     }
 
     #[test]

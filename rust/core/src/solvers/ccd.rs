@@ -122,7 +122,7 @@ impl Scratch {
                 if limits.axes()[axis].is_locked() {
                     continue;
                 }
-                let a = (frame * limits.order.rate_axes(angles)[axis]).normalize();
+                let a = (frame * limits.rate_axes(angles)[axis]).normalize();
                 let (mut sin_sum, mut cos_sum) = (0.0, 0.0);
                 for &(_, g) in goals {
                     let u = reject(self.points[g] - head, a);
@@ -147,7 +147,7 @@ impl Scratch {
                 );
             }
             ws.euler[joint] = angles;
-            ws.set_local_rotation(rig, joint, limits.order.to_quat(angles));
+            ws.set_local_rotation(rig, joint, limits.rotation_of(angles));
         }
         ws.forward_kinematics(rig);
     }

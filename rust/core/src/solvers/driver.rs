@@ -161,7 +161,7 @@ impl Workspace {
             let limits = rig.limits(i);
             self.euler.push(match limits.is_free() {
                 true => [0.0; 3],
-                false => limits.order.from_quat(self.pose.rotations[i]),
+                false => limits.euler_of(self.pose.rotations[i]),
             });
         }
         self.first_active = 0;

@@ -178,7 +178,7 @@ impl Scratch {
         if !dof.euler {
             return [Vec3::X, Vec3::Y, Vec3::Z][dof.axis];
         }
-        let local = rig.limits(dof.bone).order.rate_axes(ws.euler[dof.bone])[dof.axis];
+        let local = rig.limits(dof.bone).rate_axes(ws.euler[dof.bone])[dof.axis];
         (ws.frame_before_basis(rig, dof.bone) * local).normalize()
     }
 
@@ -381,7 +381,7 @@ impl Scratch {
                     d += 1;
                 }
                 ws.euler[bone] = angles;
-                ws.store_local_rotation(rig, bone, limits.order.to_quat(angles));
+                ws.store_local_rotation(rig, bone, limits.rotation_of(angles));
             } else {
                 let turn = Vec3::new(
                     self.step[d] as f32,

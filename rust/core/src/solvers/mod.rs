@@ -19,7 +19,7 @@ pub use fabrik::{Fabrik, FabrikParams};
 pub use jacobian::{JacobianDls, JacobianDlsParams, JacobianTranspose, JacobianTransposeParams};
 pub use scale::{distribute_scale, ScaleLimits};
 pub use spring::{SphereCollider, SpringChain, SpringParams, SpringSimulation};
-pub use tension::{TensionMinimizer, TensionParams, TensionStart};
+pub use tension::{TensionMinimizer, TensionParams, TensionReference, TensionStart};
 pub use two_bone::{two_bone_limb, LimbSolution, TwoBone, TwoBoneParams};
 
 use crate::error::{Result, TendonError};
@@ -104,6 +104,22 @@ pub trait Solver {
         goals: &[Goal],
         out: &mut Pose,
     ) -> Result<SolveReport>;
+
+    /// Solves `goals` from `start` like [`Solver::solve_into`], with `near` as the pose
+    /// "the pose before the solve" means where it is not `start`: when baking from the
+    /// previous frame's answer, `near` is the frame's animated pose. Only the tension
+    /// minimiser's [`TensionReference::Start`] uses it; the other solvers ignore it.
+    fn solve_near(
+        &mut self,
+        rig: &Rig,
+        start: &Pose,
+        near: &Pose,
+        goals: &[Goal],
+        out: &mut Pose,
+    ) -> Result<SolveReport> {
+        let _ = near;
+        self.solve_into(rig, start, goals, out)
+    }
 
     /// Solves `goals` from `start` and returns the new pose.
     fn solve(&mut self, rig: &Rig, start: &Pose, goals: &[Goal]) -> Result<(Pose, SolveReport)> {
@@ -243,6 +259,20 @@ impl Solver for AnySolver {
             AnySolver::JacobianDls(s) => s.solve_into(rig, start, goals, out),
             AnySolver::TwoBone(s) => s.solve_into(rig, start, goals, out),
             AnySolver::Tension(s) => s.solve_into(rig, start, goals, out),
+        }
+    }
+
+    fn solve_near(
+        &mut self,
+        rig: &Rig,
+        start: &Pose,
+        near: &Pose,
+        goals: &[Goal],
+        out: &mut Pose,
+    ) -> Result<SolveReport> {
+        match self {
+            AnySolver::Tension(s) => s.solve_near(rig, start, near, goals, out),
+            other => other.solve_into(rig, start, goals, out),
         }
     }
 }

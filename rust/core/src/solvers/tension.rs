@@ -5,7 +5,10 @@
 //! the degrees of freedom (locked axes are not degrees of freedom at all). The downhill
 //! simplex ([`Simplex`]) minimises the goals' weighted squared error (relative to each
 //! chain's length, times `reach_weight`) plus every joint's tension
-//! `R * (a / P)^1.25 + (a / P)^16` per axis and side ([`JointLimits::tension_of`]).
+//! `R * (a / P)^1.25 + (a / P)^16` per axis and side ([`JointLimits::tension_of`]), where
+//! `a` are the Euler angles of the joint's turn away from the reference pose
+//! ([`TensionReference`]: the rest pose, the pose before the solve, or a stored pose).
+//! The limits' ranges stay anatomical: relative to rest, whatever the reference.
 //! Angles are clamped into their ranges, and leaving a range costs a penalty, so the
 //! simplex stays inside. The simplex starts scaled to each joint's range and restarts when
 //! it collapses; a final damped least squares pass, also within the limits, closes what is
@@ -15,11 +18,12 @@
 
 use super::driver::{GoalMode, Workspace};
 use super::{IterationParams, JacobianDls, JacobianDlsParams, SolveReport, Solver};
-use crate::error::Result;
+use crate::error::{Result, TendonError};
 use crate::goal::{EffectorPoint, Goal};
 use crate::math::simplex::{Simplex, SimplexParams};
 use crate::rig::{AxisLimit, Pose, Rig};
 use crate::Fabrik;
+use glam::Quat;
 use serde::{Deserialize, Serialize};
 
 /// Where the tension minimiser starts.
@@ -34,6 +38,21 @@ pub enum TensionStart {
     /// default, since the simplex relaxes best from a pose that already reaches.
     #[default]
     JacobianDls,
+}
+
+/// The pose tension is measured from: relaxing pulls each joint towards it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TensionReference {
+    /// The rest pose.
+    Rest,
+    /// The pose before the solve ("move as little as needed"): the start pose, or when
+    /// baking from the previous frame's answer, the frame's animated pose
+    /// ([`Solver::solve_near`](super::Solver::solve_near)).
+    #[default]
+    Start,
+    /// The pose given to [`TensionMinimizer::set_reference_pose`].
+    Pose,
 }
 
 /// Settings of [`TensionMinimizer`].
@@ -54,6 +73,8 @@ pub struct TensionParams {
     pub start: TensionStart,
     /// Close the remaining distance with damped least squares (within the limits).
     pub polish: bool,
+    /// The pose tension is measured from.
+    pub reference: TensionReference,
 }
 
 impl Default for TensionParams {
@@ -68,6 +89,7 @@ impl Default for TensionParams {
             reach_weight: 1e3,
             start: TensionStart::default(),
             polish: true,
+            reference: TensionReference::default(),
         }
     }
 }
@@ -94,12 +116,18 @@ pub struct TensionMinimizer {
     dofs: Vec<Dof>,
     /// The joints moved, with their Euler angles (locked axes at zero).
     joints: Vec<(usize, [f32; 3])>,
+    /// Per joint, the inverse of its reference rotation (None: the reference is rest).
+    reference_inverse: Vec<Option<Quat>>,
+    /// The stored pose of [`TensionReference::Pose`].
+    reference_pose: Option<Pose>,
     /// The bones whose frames an evaluation refreshes, parents first: every goal's chain
     /// down to its effector bone.
     refresh: Vec<usize>,
     x: Vec<f32>,
     steps: Vec<f32>,
     first: Pose,
+    /// The start with the goals' joints at a stored reference pose.
+    seed: Pose,
     /// The relaxed pose the polish starts from.
     relaxed: Pose,
     fabrik: Fabrik,
@@ -121,13 +149,58 @@ impl TensionMinimizer {
             simplex: Simplex::default(),
             dofs: Vec::new(),
             joints: Vec::new(),
+            reference_inverse: Vec::new(),
+            reference_pose: None,
             refresh: Vec::new(),
             x: Vec::new(),
             steps: Vec::new(),
             first: Pose::rest(0),
+            seed: Pose::rest(0),
             relaxed: Pose::rest(0),
             fabrik: Fabrik::default(),
             dls: JacobianDls::default(),
+        }
+    }
+}
+
+impl TensionMinimizer {
+    /// Stores the pose of [`TensionReference::Pose`] (local rotations relative to rest, in
+    /// the rig's depth-first order; `None` forgets it).
+    pub fn set_reference_pose(&mut self, pose: Option<Pose>) {
+        self.reference_pose = pose;
+    }
+
+    /// The stored reference pose.
+    pub fn reference_pose(&self) -> Option<&Pose> {
+        self.reference_pose.as_ref()
+    }
+
+    /// Checks the reference pose the settings name fits `rig` and is finite.
+    fn check_reference(&self, rig: &Rig, near: &Pose) -> Result<()> {
+        let bad = |reason: String| TendonError::InvalidValue {
+            what: "tension reference pose".into(),
+            reason,
+        };
+        let reference = match self.params.reference {
+            TensionReference::Rest => return Ok(()),
+            TensionReference::Start => near,
+            TensionReference::Pose => self
+                .reference_pose
+                .as_ref()
+                .ok_or_else(|| bad("the reference is 'pose' but no pose was stored".into()))?,
+        };
+        if reference.len() != rig.len() {
+            return Err(bad(format!(
+                "the pose has {} bones, the rig {}",
+                reference.len(),
+                rig.len()
+            )));
+        }
+        match reference.rotations.iter().position(|q| !q.is_finite()) {
+            Some(bone) => Err(TendonError::NonFinite {
+                what: format!("tension reference rotation of bone '{}'", rig.name(bone)),
+            }),
+            None => Ok(()),
         }
     }
 }
@@ -140,7 +213,39 @@ impl Solver for TensionMinimizer {
         goals: &[Goal],
         out: &mut Pose,
     ) -> Result<SolveReport> {
+        self.solve_near(rig, start, start, goals, out)
+    }
+
+    fn solve_near(
+        &mut self,
+        rig: &Rig,
+        start: &Pose,
+        near: &Pose,
+        goals: &[Goal],
+        out: &mut Pose,
+    ) -> Result<SolveReport> {
         let params = self.params;
+        // With the start as the reference, the workspace's own checks of the start suffice.
+        if !(params.reference == TensionReference::Start && std::ptr::eq(start, near)) {
+            self.check_reference(rig, near)?;
+        }
+        // A stored reference is where the search starts: the goals' joints take its
+        // rotations (the other bones keep the start's), so the reaching pose found first is
+        // one near the reference, which the simplex alone could not travel to.
+        let start = match (params.reference, &self.reference_pose) {
+            (TensionReference::Pose, Some(reference)) => {
+                self.ws
+                    .prepare(rig, start, goals, GoalMode::Full, &params.iteration)?;
+                self.seed.copy_from(start);
+                for g in 0..self.ws.goals.len() {
+                    for &bone in self.ws.joints(g) {
+                        self.seed.rotations[bone] = reference.rotations[bone];
+                    }
+                }
+                &self.seed
+            }
+            _ => start,
+        };
         // Optionally start from another solver's answer.
         let first = match params.start {
             TensionStart::Pose => None,
@@ -162,11 +267,24 @@ impl Solver for TensionMinimizer {
         self.ws
             .prepare(rig, from, goals, GoalMode::Full, &params.iteration)?;
         self.collect_dofs(rig);
+        let reference = match params.reference {
+            TensionReference::Rest => None,
+            TensionReference::Start => Some(near),
+            TensionReference::Pose => self.reference_pose.as_ref(),
+        };
+        self.reference_inverse.clear();
+        self.reference_inverse
+            .extend(self.joints.iter().map(|&(bone, _)| {
+                reference
+                    .map(|pose| pose.rotations[bone].normalize().conjugate())
+                    .filter(|q| !q.abs_diff_eq(Quat::IDENTITY, 1e-7))
+            }));
         let at_start = self.ws.report_now(&params.iteration, 0);
         let relaxed = self
             .joints
             .iter()
-            .all(|&(bone, angles)| rig.limits(bone).tension_of(angles) == 0.0);
+            .zip(&self.reference_inverse)
+            .all(|(&(bone, angles), inverse)| joint_tension(rig, bone, angles, *inverse) == 0.0);
         if at_start.reached && relaxed {
             // Reached with every joint at rest: nothing to minimise.
             return Ok(self.ws.finish(rig, &params.iteration, 0, out));
@@ -182,10 +300,23 @@ impl Solver for TensionMinimizer {
         };
         let (ws, dofs, joints, refresh) =
             (&mut self.ws, &self.dofs, &mut self.joints, &self.refresh);
+        let references = &self.reference_inverse;
         let reach_weight = params.reach_weight as f64;
         let iteration = params.iteration;
         let report = self.simplex.minimize(
-            |x| objective(ws, rig, dofs, joints, refresh, x, reach_weight, &iteration),
+            |x| {
+                objective(
+                    ws,
+                    rig,
+                    dofs,
+                    joints,
+                    references,
+                    refresh,
+                    x,
+                    reach_weight,
+                    &iteration,
+                )
+            },
             &mut self.x,
             &self.steps,
             &simplex_params,
@@ -196,6 +327,7 @@ impl Solver for TensionMinimizer {
             rig,
             &self.dofs,
             &mut self.joints,
+            &self.reference_inverse,
             &self.refresh,
             &self.x,
             reach_weight,
@@ -328,6 +460,7 @@ fn objective(
     rig: &Rig,
     dofs: &[Dof],
     joints: &mut [(usize, [f32; 3])],
+    references: &[Option<Quat>],
     refresh: &[usize],
     x: &[f32],
     reach_weight: f64,
@@ -349,14 +482,27 @@ fn objective(
         joints[dof.bone].1[dof.axis] = clamped;
     }
     let mut tension = 0.0f64;
-    for &(bone, angles) in joints.iter() {
-        let limits = rig.limits(bone);
-        ws.pose.rotations[bone] = limits.order.to_quat(angles);
-        tension += limits.tension_of(angles) as f64;
+    for (&(bone, angles), inverse) in joints.iter().zip(references) {
+        ws.pose.rotations[bone] = rig.limits(bone).rotation_of(angles);
+        tension += joint_tension(rig, bone, angles, *inverse) as f64;
     }
     for &bone in refresh {
         ws.update_bone(rig, bone);
     }
     let score = ws.evaluate(params).score;
     (reach_weight * score + tension + 1e3 * outside) as f32
+}
+
+/// The tension of joint `bone` at Euler angles `angles` (relative to rest), measured from
+/// the reference rotation whose inverse is `reference_inverse` (rest when None): the Euler
+/// angles of the turn from the reference to the joint's rotation.
+fn joint_tension(rig: &Rig, bone: usize, angles: [f32; 3], reference_inverse: Option<Quat>) -> f32 {
+    let limits = rig.limits(bone);
+    match reference_inverse {
+        None => limits.tension_of(angles),
+        Some(inverse) => {
+            let turn = inverse * limits.rotation_of(angles);
+            limits.tension_of(limits.angles_of(turn, [0.0; 3]))
+        }
+    }
 }
