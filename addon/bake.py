@@ -86,6 +86,24 @@ def fcurves_of(id_data: bpy.types.ID) -> Any:
     return anim.action.fcurves
 
 
+def action_fcurves(action: bpy.types.Action, id_data: bpy.types.ID) -> Any:
+    """The F-curves `action` holds for `id_data` (any action, assigned or not: a pose
+    asset, say): the slot assigned to `id_data` when it is this action, else the slot
+    named for it, else the action's first object slot (4.4+); the action's F-curves (4.2)."""
+    if not SLOTTED:
+        return action.fcurves
+    anim = id_data.animation_data
+    slot = anim.action_slot if anim is not None and anim.action == action else None
+    if slot is None:
+        slots = [s for s in action.slots if s.target_id_type in {"OBJECT", "UNSPECIFIED"}]
+        named = [s for s in slots if s.name_display == id_data.name]
+        slot = (named or slots or [None])[0]
+    if slot is None:
+        return []
+    bag = channelbag(action, slot, create=False)
+    return bag.fcurves if bag else []
+
+
 def find_fcurve(id_data: bpy.types.ID, data_path: str, index: int) -> bpy.types.FCurve | None:
     fcurves = fcurves_of(id_data)
     return fcurves.find(data_path, index=index) if fcurves is not None else None

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import bpy
 import numpy as np
-from mathutils import Matrix, Vector
+from mathutils import Euler, Matrix, Quaternion, Vector
 
 from . import bake, chains
 
@@ -462,6 +462,8 @@ def solver_for(settings: Any) -> Any:
     for flag in ("exclusive_chains", "move_root"):
         if flag in defaults:
             options[flag] = getattr(settings, flag)
+    if "reference" in defaults:
+        options["reference"] = TENSION_REFERENCES[settings.tension_reference]
     key = (name, tuple(sorted(options.items())))
     solver = _solvers.get(key)
     if solver is None:
@@ -471,6 +473,63 @@ def solver_for(settings: Any) -> Any:
             raise TendonUserError(f"Solver settings: {error}") from error
         _solvers[key] = solver
     return solver
+
+
+#: The add-on's tension references by the native library's names.
+TENSION_REFERENCES = {"START": "start", "REST": "rest", "ACTION": "pose"}
+#: A pose bone's rotation channels in an action, by rotation mode.
+ROTATION_PATHS = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}
+
+
+def action_rotations(obj: bpy.types.Object, entry: RigEntry, action: bpy.types.Action, frame: float) -> dict[int, Any]:
+    """The local rotations (w-first quaternions, by rig index) `action` gives the bones it
+    keys at `frame`, each read in its pose bone's rotation mode."""
+    channels: dict[tuple[str, str], dict[int, float]] = {}
+    for fcurve in bake.action_fcurves(action, obj):
+        path = fcurve.data_path
+        if not path.startswith('pose.bones["'):
+            continue
+        bone, _, channel = path[len('pose.bones["') :].partition('"].')
+        if channel.startswith("rotation_"):
+            channels.setdefault((bone, channel), {})[fcurve.array_index] = fcurve.evaluate(frame)
+    rotations: dict[int, Any] = {}
+    for name, index in entry.index.items():
+        mode = obj.pose.bones[name].rotation_mode
+        path = ROTATION_PATHS.get(mode, "rotation_euler")
+        values = channels.get((name, path))
+        if values is None:
+            continue
+        if mode == "QUATERNION":
+            q = Quaternion([values.get(i, 1.0 if i == 0 else 0.0) for i in range(4)])
+        elif mode == "AXIS_ANGLE":
+            angle, *axis = (values.get(i, 1.0 if i == 2 else 0.0) for i in range(4))
+            q = Quaternion(axis, angle)
+        else:
+            q = Euler([values.get(i, 0.0) for i in range(3)], mode).to_quaternion()
+        rotations[index] = q.normalized()
+    return rotations
+
+
+def set_reference(solver: Any, obj: bpy.types.Object, entry: RigEntry, current: np.ndarray) -> None:
+    """Gives a tension solver relaxing towards a stored pose that pose: the reference
+    action's rotations at its frame for the bones it keys, `current` (n x 4) for the rest."""
+    settings = obj.tendon
+    if settings.solver != "TENSION" or settings.tension_reference != "ACTION":
+        return
+    action = settings.reference_action
+    if action is None:
+        raise TendonUserError(f"Armature '{obj.name}': relaxing towards a stored pose needs a reference action")
+    reference = np.array(current, np.float32)
+    keyed = action_rotations(obj, entry, action, settings.reference_frame)
+    if not keyed:
+        raise TendonUserError(
+            f"Armature '{obj.name}': the reference action '{action.name}' keys no rotation of this armature's bones"
+        )
+    for index, q in keyed.items():
+        reference[index] = tuple(q)
+    if not np.isfinite(reference).all():
+        raise TendonUserError(f"Armature '{obj.name}': the reference action '{action.name}' holds non-finite rotations")
+    solver.set_reference_pose(entry.rig, reference)
 
 
 @dataclass
@@ -551,6 +610,7 @@ def solve(obj: bpy.types.Object) -> SolveOutcome:
         scales = scales.copy()
         apply_scales(plans, goals, scales)
         write_scales(obj, entry, {b for p in plans for b in p.bones}, scales)
+    set_reference(solver, obj, entry, rotations)
     try:
         result = solver.solve(entry.rig, found.goals, rotations, translations, scales)
     except tendon.TendonError as error:
@@ -728,6 +788,8 @@ class Baker:
             reasons = "; ".join(self.found.warnings) or "add an effector or a spring chain first"
             raise TendonUserError(f"Armature '{obj.name}' has nothing to bake: {reasons}")
         self.solver = solver_for(obj.tendon)
+        if self.found.goals:
+            set_reference(self.solver, obj, self.entry, read_pose(obj, self.entry)[0])
         chains: set[int] = set()
         for bone, chain_length in self.found.chains:
             chains.update(chain_bones(self.entry, bone, chain_length))

@@ -124,6 +124,21 @@ class TendonSpring(PropertyGroup):
     )
 
 
+TENSION_REFERENCE_ITEMS = [
+    (
+        "START",
+        "Current Pose",
+        "Move as little as needed from the pose before the solve (when baking, each frame's animated pose)",
+    ),
+    ("REST", "Rest Pose", "Relax towards the rest pose"),
+    (
+        "ACTION",
+        "Stored Pose",
+        "Relax towards a frame of an action or a pose asset (bones it does not key: current pose)",
+    ),
+]
+
+
 class TendonArmatureSettings(PropertyGroup):
     """Solver settings and effectors of one armature."""
 
@@ -160,6 +175,20 @@ class TendonArmatureSettings(PropertyGroup):
         name="Move Root",
         default=False,
         description="Let the root bone translate to help the effectors (e.g. hips lower so the feet reach)",
+    )
+    tension_reference: EnumProperty(
+        name="Relax Towards",
+        items=TENSION_REFERENCE_ITEMS,
+        default="START",
+        description="Tension only: the pose each joint's tension is measured from (limits stay relative to rest)",
+    )
+    reference_action: PointerProperty(
+        type=bpy.types.Action,
+        name="Reference Action",
+        description="Tension towards a stored pose: the action (or pose asset) holding it",
+    )
+    reference_frame: FloatProperty(
+        name="Reference Frame", default=0.0, description="Tension towards a stored pose: the action's frame holding it"
     )
     effectors: CollectionProperty(type=TendonEffector, name="Effectors")
     active_effector_index: IntProperty(name="Active Effector", default=0, min=0)

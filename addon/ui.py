@@ -39,6 +39,12 @@ class TENDON_PT_main(TendonPanel, Panel):
         column.prop(settings, "tolerance")
         if "damping" in defaults:
             column.prop(settings, "damping")
+        if settings.solver == "TENSION":
+            column = layout.column(align=True)
+            column.prop(settings, "tension_reference")
+            if settings.tension_reference == "ACTION":
+                column.prop(settings, "reference_action", text="")
+                column.prop(settings, "reference_frame")
         row = layout.row(align=True)
         row.prop(settings, "exclusive_chains", toggle=True)
         row.prop(settings, "move_root", toggle=True)

@@ -361,3 +361,33 @@ def test_hostile_arrays_are_refused_with_a_clear_error_and_huge_batches_work() -
     result = solver.solve_frames(rig, [goal], targets[:, None, :].astype(np.float32))
     assert result.rotations.shape == (frames, 2, 4) and np.isfinite(result.rotations).all()
     assert result.reached.mean() > 0.99
+
+
+def test_tension_reference_pose(humanoid: tendon.Rig) -> None:
+    """A stored reference pose that reaches the targets is where the tension solver lands;
+    the reference is checked against the rig and named in errors."""
+    n = len(humanoid)
+    rng = np.random.default_rng(5)
+    chain = [humanoid.index(name) for name in ("upper_arm.L", "forearm.L", "hand.L")]
+    stored = np.tile(np.array([1.0, 0.0, 0.0, 0.0], np.float32), (n, 1))
+    stored[chain] = random_rotations(rng, len(chain), 0.5)
+    target = humanoid.forward_kinematics(stored)[chain[-1]][:3, 3]
+    goal = tendon.Goal("hand.L", target, chain_length=3, point="head")
+    assert tendon.Solver.defaults("tension")["reference"] == "start"
+    solver = tendon.Solver("tension", reference="pose")
+    with pytest.raises(tendon.TendonError, match="no pose was stored"):
+        solver.solve(humanoid, [goal])
+    solver.set_reference_pose(humanoid, stored)
+    result = solver.solve(humanoid, [goal])
+    assert result.reached
+    # The hand's own rotation does not move its head: only the arm is compared.
+    arm = chain[:2]
+    dots = np.abs(np.sum(result.rotations[arm] * stored[arm], axis=1))
+    assert np.degrees(2 * np.arccos(np.clip(dots, -1, 1))).max() < 0.5
+    with pytest.raises(tendon.ShapeError):
+        solver.set_reference_pose(humanoid, stored[:3])
+    solver.set_reference_pose(humanoid, None)
+    with pytest.raises(tendon.TendonError, match="no pose was stored"):
+        solver.solve(humanoid, [goal])
+    with pytest.raises(tendon.SolverError, match="only the tension solver"):
+        tendon.Solver("fabrik").set_reference_pose(humanoid, stored)
