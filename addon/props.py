@@ -168,8 +168,9 @@ class TendonArmatureSettings(PropertyGroup):
     exclusive_chains: BoolProperty(
         name="Exclusive Chains",
         default=False,
-        description="Full body: effectors take their chains from the spine outwards, and none moves "
-        "bones an earlier effector's chain moves (a looking head bends the spine, the arms reach from there)",
+        description="Full body: effectors take priority from the spine outwards, and none moves bones an "
+        "earlier effector's chain moves unless it cannot reach otherwise (a looking head bends the spine, "
+        "the arms reach from there)",
     )
     move_root: BoolProperty(
         name="Move Root",

@@ -101,3 +101,71 @@ fn a_translating_root_brings_out_of_reach_feet_down() {
         assert!(drop < -0.05, "{name}: the hips moved {drop}");
     }
 }
+
+/// Issue 15's full body: effectors take priority in depth-first order, yet a later
+/// effector still bends shared bones when its own chain cannot reach. Poses of the whole
+/// upper body (spine, chest, neck, head, both arms) are drawn at random and their head and
+/// hand points are the targets: jointly reachable, but the hands often only with the chest
+/// bent, which the head's earlier chain owns.
+#[test]
+fn full_body_priorities_still_reach_what_is_jointly_reachable() {
+    let rig = humanoid();
+    let index = |name: &str| rig.index_of(name).unwrap();
+    let moved = [
+        "spine",
+        "chest",
+        "neck",
+        "head",
+        "shoulder.L",
+        "upper_arm.L",
+        "forearm.L",
+        "hand.L",
+        "shoulder.R",
+        "upper_arm.R",
+        "forearm.R",
+        "hand.R",
+    ];
+    let mut rng = tendon_core::fixtures::SplitMix64::new(15);
+    let trials = 20;
+    for name in ["fabrik", "jacobian_dls", "tension", "ccd"] {
+        let mut reached = 0;
+        let mut head_kept = true;
+        for _ in 0..trials {
+            let mut truth = Pose::rest(rig.len());
+            for bone in moved {
+                let axis = Vec3::new(
+                    rng.range(-1.0, 1.0),
+                    rng.range(-1.0, 1.0),
+                    rng.range(-1.0, 1.0),
+                );
+                truth.rotations[index(bone)] =
+                    Quat::from_axis_angle(axis.normalize_or(Vec3::X), rng.range(-0.6, 0.6));
+            }
+            let goals = [
+                Goal::new(index("head"), tail(&rig, &truth, index("head"))).with_chain_length(4),
+                Goal::new(index("hand.L"), tail(&rig, &truth, index("hand.L")))
+                    .with_chain_length(5),
+                Goal::new(index("hand.R"), tail(&rig, &truth, index("hand.R")))
+                    .with_chain_length(5),
+            ];
+            let rest = Pose::rest(rig.len());
+            let (pose, report) = solver(name, true, false)
+                .solve(&rig, &rest, &goals)
+                .unwrap();
+            reached += report.reached as usize;
+            // The head, first in depth-first order, never loses its target to the arms.
+            head_kept &= tail(&rig, &pose, index("head")).distance(goals[0].target) <= 1e-4;
+        }
+        eprintln!("{name}: {reached}/{trials} upper-body poses reached with exclusive chains");
+        assert!(
+            head_kept || name == "ccd",
+            "{name}: the head lost its target"
+        );
+        let floor = if name == "ccd" {
+            trials * 3 / 4
+        } else {
+            trials
+        };
+        assert!(reached >= floor, "{name}: {reached}/{trials}");
+    }
+}

@@ -272,7 +272,8 @@ impl JointLimits {
     /// Decomposes `rotation` (relative to rest) into angles in this joint's order about
     /// the limit axes, picking the representation closest to `near`.
     pub fn angles_of(&self, rotation: Quat, near: [f32; 3]) -> [f32; 3] {
-        self.order.from_quat_near(self.in_limit_axes(rotation), near)
+        self.order
+            .from_quat_near(self.in_limit_axes(rotation), near)
     }
 
     /// The bone-space axes each Euler angle turns about at `angles` (the rate axes of

@@ -179,10 +179,15 @@ impl Solver for Ccd {
         self.ws
             .prepare(rig, start, goals, GoalMode::Positional, &params)?;
         self.scratch.build(&self.ws, rig);
-        let scratch = &mut self.scratch;
-        let report = self.ws.iterate(rig, &params, |ws, rig| {
-            scratch.sweep(ws, rig, params.max_step_angle)
-        });
-        Ok(self.ws.finish(rig, &params, report.iterations, out))
+        let iterations = self.ws.iterate_full_body(
+            rig,
+            goals,
+            &params,
+            0,
+            &mut self.scratch,
+            |scratch, ws, rig| scratch.build(ws, rig),
+            |scratch, ws, rig| scratch.sweep(ws, rig, params.max_step_angle),
+        )?;
+        Ok(self.ws.finish(rig, &params, iterations, out))
     }
 }

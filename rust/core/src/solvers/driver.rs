@@ -38,6 +38,8 @@ pub(crate) enum GoalMode {
 pub(crate) struct PreparedGoal {
     /// The goal as given (rotation normalised).
     pub goal: Goal,
+    /// Its position in the caller's goals.
+    pub index: usize,
     /// The bone whose frame carries the point the solver positions (`None`: nothing moves it).
     pub owner: Option<usize>,
     /// That point in the owner's frame.
@@ -104,6 +106,15 @@ pub(crate) struct Workspace {
     path: Vec<usize>,
     /// Whether any goal may turn each bone.
     pub moving: Vec<bool>,
+    /// Full-body solving: the pose the exclusive chains reached, and which goals (by the
+    /// caller's index) it reached, while the shared chains try for the rest.
+    exclusive_pose: Pose,
+    exclusive_reached: Vec<bool>,
+    exclusive_score: f64,
+    shared_start: Pose,
+    /// Whether full-body solving may run its second phase (a caller with a reaching
+    /// answer of its own to fall back on turns it off).
+    pub second_phase: bool,
 }
 
 impl Default for Workspace {
@@ -124,6 +135,11 @@ impl Default for Workspace {
             claimed: Vec::new(),
             path: Vec::new(),
             moving: Vec::new(),
+            exclusive_pose: Pose::rest(0),
+            exclusive_reached: Vec::new(),
+            exclusive_score: 0.0,
+            shared_start: Pose::rest(0),
+            second_phase: true,
         }
     }
 }
@@ -173,7 +189,7 @@ impl Workspace {
             let goal = validate_goal(rig, index, goal)?;
             if goal.weight > 0.0 {
                 let prepared = self.prepare_goal(rig, goal, params);
-                self.goals.push(prepared);
+                self.goals.push(PreparedGoal { index, ..prepared });
             }
         }
         // Effectors in depth-first order, as the guide advises: earlier chains (the spine)
@@ -377,6 +393,7 @@ impl Workspace {
             EffectorPoint::Head => Vec3::ZERO,
         };
         PreparedGoal {
+            index: 0,
             goal,
             effector_local,
             owner: owner.filter(|_| has_joints),
@@ -619,6 +636,7 @@ impl Workspace {
             let error = self.effector(g).distance(goal.target);
             eval.residual = eval.residual.max(error);
             eval.reached &= error <= prepared.tolerance;
+            // (`goal_reached` repeats this test for one goal.)
             let relative = (error / prepared.length_scale) as f64;
             eval.score += goal.weight as f64 * relative * relative;
             if let Some(rotation) = goal.rotation.filter(|_| goal.rotation_weight > 0.0) {
@@ -773,6 +791,104 @@ impl Workspace {
         if changed {
             self.after_step(rig);
         }
+    }
+
+    /// Whether goal `g` is within its tolerances (as [`Workspace::evaluate`] judges).
+    fn goal_reached(&self, g: usize, params: &IterationParams) -> bool {
+        let goal = &self.goals[g].goal;
+        let close = self.effector(g).distance(goal.target) <= self.goals[g].tolerance;
+        let turned = match goal.rotation.filter(|_| goal.rotation_weight >= 1.0) {
+            Some(rotation) => {
+                angle_between(self.world_rot[goal.bone], rotation) <= params.rotation_tolerance
+            }
+            None => true,
+        };
+        close && turned
+    }
+
+    /// Full-body solving's second phase. With exclusive chains, goals take their chains in
+    /// priority order (depth-first); when some goal could not reach on its own chain, this
+    /// keeps that pose and re-prepares `goals` from the start pose with shared chains, so a
+    /// later goal may also turn bones an earlier one uses (the joint solve reaches every
+    /// goal where the targets allow it; [`Workspace::keep_priority`] keeps the first
+    /// phase's pose when the joint one is no better for the goals in priority order).
+    /// From the start rather than the first phase's pose: there the later chains lie
+    /// stretched towards what they could not reach, a singular pose that stalls the joint
+    /// solve.
+    /// Returns false, changing nothing, when there is no second phase to run.
+    pub fn share_chains(
+        &mut self,
+        rig: &Rig,
+        goals: &[Goal],
+        params: &IterationParams,
+    ) -> Result<bool> {
+        if !self.exclusive || !self.second_phase || self.evaluate(params).reached {
+            return Ok(false);
+        }
+        self.exclusive_reached.clear();
+        self.exclusive_reached.resize(goals.len(), false);
+        for g in 0..self.goals.len() {
+            self.exclusive_reached[self.goals[g].index] = self.goal_reached(g, params);
+        }
+        self.exclusive_score = self.evaluate(params).score;
+        self.exclusive_pose.copy_from(&self.pose);
+        let mut start = std::mem::replace(&mut self.shared_start, Pose::rest(0));
+        start.copy_from(&self.pose);
+        start.rotations.copy_from_slice(&self.start_rotations);
+        start.translations.copy_from_slice(&self.start_translations);
+        let shared = IterationParams {
+            exclusive_chains: false,
+            ..*params
+        };
+        let prepared = self.prepare(rig, &start, goals, self.mode, &shared);
+        self.shared_start = start;
+        prepared.map(|()| true)
+    }
+
+    /// Ends the second phase ([`Workspace::share_chains`]): if sharing lost a goal the
+    /// exclusive chains had reached, or came no closer overall, the exclusive pose stands.
+    pub fn keep_priority(&mut self, rig: &Rig, params: &IterationParams) {
+        let lost = (0..self.goals.len())
+            .any(|g| self.exclusive_reached[self.goals[g].index] && !self.goal_reached(g, params));
+        if lost || self.evaluate(params).score >= self.exclusive_score {
+            self.pose.copy_from(&self.exclusive_pose);
+            self.forward_kinematics(rig);
+        }
+    }
+
+    /// [`Workspace::iterate`] with `step` on the solver's `scratch`, then for full-body
+    /// solving the second phase with shared chains ([`Workspace::share_chains`], with an
+    /// iteration cap of its own; `prepare` readies the scratch for the re-prepared goals).
+    /// `used`: iterations an earlier pass of the first phase already ran. Returns the
+    /// iterations run, `used` included.
+    #[allow(clippy::too_many_arguments)]
+    pub fn iterate_full_body<S>(
+        &mut self,
+        rig: &Rig,
+        goals: &[Goal],
+        params: &IterationParams,
+        used: u32,
+        scratch: &mut S,
+        prepare: impl Fn(&mut S, &Workspace, &Rig),
+        mut step: impl FnMut(&mut S, &mut Workspace, &Rig),
+    ) -> Result<u32> {
+        let rest = IterationParams {
+            max_iterations: params.max_iterations.saturating_sub(used),
+            ..*params
+        };
+        let first = used
+            + self
+                .iterate(rig, &rest, |ws, rig| step(scratch, ws, rig))
+                .iterations;
+        if !self.share_chains(rig, goals, params)? {
+            return Ok(first);
+        }
+        prepare(scratch, self, rig);
+        let second = self
+            .iterate(rig, params, |ws, rig| step(scratch, ws, rig))
+            .iterations;
+        self.keep_priority(rig, params);
+        Ok(first + second)
     }
 
     /// Runs `step` until the goals are reached, the iteration cap is hit, or progress

@@ -456,20 +456,25 @@ impl Solver for Fabrik {
             used = scratch.solve_point_chains(&mut self.ws, rig, &params);
             self.ws.after_step(rig);
             let report = self.ws.report_now(&params, used);
-            if report.reached || used >= params.max_iterations {
+            // Full-body solving's second phase follows even when the first used its cap.
+            if report.reached || (used >= params.max_iterations && !params.exclusive_chains) {
                 return Ok(self.ws.finish(rig, &params, used, out));
             }
         }
         // Trees, limits, or a chain the point pass could not finish (a straight chain with
         // the target on its line): bone-turning FABRIK with the shared driver's remedies.
-        let remaining = IterationParams {
-            max_iterations: params.max_iterations - used,
-            ..params
-        };
-        let report = self.ws.iterate(rig, &remaining, |ws, rig| {
-            scratch.backward(ws);
-            scratch.forward(ws, rig, params.max_step_angle);
-        });
-        Ok(self.ws.finish(rig, &params, report.iterations + used, out))
+        let iterations = self.ws.iterate_full_body(
+            rig,
+            goals,
+            &params,
+            used,
+            scratch,
+            |scratch, ws, rig| scratch.build_handles(ws, rig),
+            |scratch, ws, rig| {
+                scratch.backward(ws);
+                scratch.forward(ws, rig, params.max_step_angle);
+            },
+        )?;
+        Ok(self.ws.finish(rig, &params, iterations, out))
     }
 }

@@ -440,6 +440,15 @@ impl JacobianDls {
     }
 }
 
+impl JacobianDls {
+    /// Whether full-body solving may share chains when exclusive ones fall short (on by
+    /// default; the tension minimiser's polish, which has a reaching pose to fall back on,
+    /// turns it off).
+    pub(crate) fn allow_second_phase(&mut self, allow: bool) {
+        self.ws.second_phase = allow;
+    }
+}
+
 impl Solver for JacobianDls {
     fn solve_into(
         &mut self,
@@ -458,14 +467,14 @@ impl Solver for JacobianDls {
         self.ws
             .prepare(rig, start, goals, GoalMode::Full, &params.iteration)?;
         self.scratch.prepare(&self.ws, rig);
-        let scratch = &mut self.scratch;
-        let mut damping =
-            (params.damping as f64).max(if params.adaptive { MIN_DAMPING } else { 0.0 });
-        let report = self.ws.iterate(rig, &params.iteration, |ws, rig| {
+        let initial = (params.damping as f64).max(if params.adaptive { MIN_DAMPING } else { 0.0 });
+        // Shared by the step and the second phase's preparation, which starts it afresh.
+        let damping = std::cell::Cell::new(initial);
+        let step = |scratch: &mut Scratch, ws: &mut Workspace, rig: &Rig| {
             let before = scratch.linearise(ws, rig);
             scratch.save(ws);
             for _ in 0..RETRIES {
-                let solved = scratch.dls_step(ws, rig, damping);
+                let solved = scratch.dls_step(ws, rig, damping.get());
                 if solved && scratch.step.iter().all(|s| s.abs() < 1e-12) {
                     // No direction helps at first order (a straight chain): more damping
                     // cannot change that; the driver's colinear bump will.
@@ -477,7 +486,7 @@ impl Solver for JacobianDls {
                         return;
                     }
                     if ws.evaluate(&params.iteration).score < before {
-                        damping = (damping * 0.3).max(MIN_DAMPING);
+                        damping.set((damping.get() * 0.3).max(MIN_DAMPING));
                         return;
                     }
                     scratch.restore(ws, rig);
@@ -485,12 +494,22 @@ impl Solver for JacobianDls {
                 if !params.adaptive {
                     return;
                 }
-                damping = (damping * 10.0).min(MAX_DAMPING);
+                damping.set((damping.get() * 10.0).min(MAX_DAMPING));
             }
-        });
-        Ok(self
-            .ws
-            .finish(rig, &params.iteration, report.iterations, out))
+        };
+        let iterations = self.ws.iterate_full_body(
+            rig,
+            goals,
+            &params.iteration,
+            0,
+            &mut self.scratch,
+            |scratch, ws, rig| {
+                scratch.prepare(ws, rig);
+                damping.set(initial);
+            },
+            step,
+        )?;
+        Ok(self.ws.finish(rig, &params.iteration, iterations, out))
     }
 }
 
@@ -526,8 +545,7 @@ impl Solver for JacobianTranspose {
         self.ws
             .prepare(rig, start, goals, GoalMode::Full, &params)?;
         self.scratch.prepare(&self.ws, rig);
-        let scratch = &mut self.scratch;
-        let report = self.ws.iterate(rig, &params, |ws, rig| {
+        let step = |scratch: &mut Scratch, ws: &mut Workspace, rig: &Rig| {
             let before = scratch.linearise(ws, rig);
             if !(scratch.transpose_step() && scratch.clamp_step(params.max_step_angle)) {
                 return;
@@ -542,7 +560,16 @@ impl Solver for JacobianTranspose {
                 scratch.restore(ws, rig);
                 scale *= 0.5;
             }
-        });
-        Ok(self.ws.finish(rig, &params, report.iterations, out))
+        };
+        let iterations = self.ws.iterate_full_body(
+            rig,
+            goals,
+            &params,
+            0,
+            &mut self.scratch,
+            |scratch, ws, rig| scratch.prepare(ws, rig),
+            step,
+        )?;
+        Ok(self.ws.finish(rig, &params, iterations, out))
     }
 }

@@ -42,7 +42,10 @@ pub struct IterationParams {
     pub max_step_angle: f32,
     /// Full-body solving: goals take their chains in depth-first order of the chains'
     /// top bones, and a goal does not move bones an earlier goal's chain moves (so a head
-    /// looking bends the spine, and the arms reach from wherever it leaves the chest).
+    /// looking bends the spine, and the arms reach from wherever it leaves the chest) —
+    /// unless it cannot reach otherwise: then a second phase (its own `max_iterations`)
+    /// solves with shared chains from the start, kept if it loses no goal the first
+    /// reached and comes closer.
     pub exclusive_chains: bool,
     /// Let the rig's root translate to help the effectors (iterative solvers): after each
     /// step the root moves by half the goals' weighted mean remaining error.

@@ -345,7 +345,12 @@ impl Solver for TensionMinimizer {
                 iteration: params.iteration,
                 ..JacobianDlsParams::default()
             };
-            let polished = self.dls.solve_into(rig, &self.relaxed, goals, out)?;
+            // The start solve reached (else it was returned above): the polish must not
+            // trade the full body's priorities for reach it can fall back on.
+            self.dls.allow_second_phase(false);
+            let polished = self.dls.solve_into(rig, &self.relaxed, goals, out);
+            self.dls.allow_second_phase(true);
+            let polished = polished?;
             if !polished.reached {
                 if let Some(reached) = first {
                     // Relaxing cost the reach and the polish could not win it back: the
