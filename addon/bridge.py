@@ -229,7 +229,34 @@ def read_pose(obj: bpy.types.Object, entry: RigEntry) -> tuple[np.ndarray, np.nd
     matrices = basis.reshape(n, 4, 4)
     if not entry.pose_in_order:
         matrices = matrices[entry.pose_order]
-    return native().matrices_to_transforms(matrices, column_major=True)
+    rotations, translations, scales = native().matrices_to_transforms(matrices, column_major=True)
+    for bone, rotation in collapsed_rotations(obj, entry, matrices).items():
+        rotations[bone] = rotation
+    return rotations, translations, scales
+
+
+def collapsed_rotations(obj: bpy.types.Object, entry: RigEntry, matrices: np.ndarray) -> dict[int, tuple[float, ...]]:
+    """The bones whose matrix_basis (n, 4, 4 column-major, rig order) is scaled to zero on an
+    axis, mapped to the rotation of their channels: such a matrix no longer holds the
+    rotation (it decomposes to NaN), yet the bone keeps it (a bone hidden by scaling it to
+    zero, say). Empty, after one vectorised test, for every usual pose."""
+    lengths = np.linalg.norm(matrices[:, :3, :3], axis=2)
+    collapsed = np.nonzero(lengths.min(axis=1) <= chains.COLLAPSED_SCALE)[0]
+    return {int(bone): channel_rotation(obj.pose.bones[int(entry.pose_order[bone])]) for bone in collapsed}
+
+
+def channel_rotation(pose_bone: bpy.types.PoseBone) -> tuple[float, ...]:
+    """A pose bone's rotation (w, x, y, z) from the channels of its rotation mode."""
+    mode = pose_bone.rotation_mode
+    if mode == "QUATERNION":
+        rotation = pose_bone.rotation_quaternion.normalized()
+    elif mode == "AXIS_ANGLE":
+        angle, *axis = pose_bone.rotation_axis_angle
+        rotation = Quaternion(axis, angle)
+    else:
+        rotation = Euler(pose_bone.rotation_euler, mode).to_quaternion()
+    values = tuple(rotation)
+    return values if all(math.isfinite(v) for v in values) and any(values) else (1.0, 0.0, 0.0, 0.0)
 
 
 def chain_bones(entry: RigEntry, bone: int, chain_length: int) -> list[int]:
@@ -263,7 +290,8 @@ def drop_unsolvable(
     )
     kept = []
     for k, bones in enumerate(moves):
-        reasons = [problems[bone] for bone in bones if problems[bone]]
+        # Bones under one collapsed bone share its problem: say it once.
+        reasons = list(dict.fromkeys(problems[bone] for bone in bones if problems[bone]))
         if reasons:
             position = found.effectors[k]
             label = effector_label(position, effectors[position].bone)
@@ -301,12 +329,48 @@ def effector_label(position: int, bone: str) -> str:
     return f"effector {position + 1} ('{bone}')" if bone else f"effector {position + 1} (no bone set)"
 
 
+#: An armature whose world axes are shorter than this share of its longest one, or span less
+#: than this share of the box they would span at right angles, has no usable inverse.
+SINGULAR_FRAME = 1e-6
+
+
+def to_armature_space(obj: bpy.types.Object, frame: int | None = None) -> Matrix:
+    """The inverse of the armature's world matrix (world to armature space), refusing with
+    the armature and the axis named when there is none (an object scaled to zero on an
+    axis): a pseudo-inverse would send every target somewhere meaningless."""
+    world = obj.matrix_world
+    at = f" at frame {frame}" if frame is not None else ""
+    if not all(math.isfinite(value) for row in world for value in row):
+        raise TendonUserError(f"Armature '{obj.name}' has a non-finite world matrix{at}; nothing solved")
+    axes = [world.col[i].to_3d().length for i in range(3)]
+    longest = max(axes)
+    flat = [name for name, length in zip("XYZ", axes, strict=True) if length <= SINGULAR_FRAME * longest]
+    if longest == 0.0 or flat:
+        names = "/".join(flat) if flat else "X/Y/Z"
+        if any(abs(value) <= SINGULAR_FRAME for value in obj.scale) or obj.parent is None:
+            how = f"object scale {', '.join(f'{value:g}' for value in obj.scale)}"
+        else:
+            how = f"by its parent '{obj.parent.name}'"
+        raise TendonUserError(
+            f"Armature '{obj.name}' is scaled to zero on its {names} axis{at} ({how}): "
+            "targets have no place in its space; give it a non-zero scale"
+        )
+    if abs(world.to_3x3().determinant()) <= SINGULAR_FRAME * axes[0] * axes[1] * axes[2]:
+        raise TendonUserError(
+            f"Armature '{obj.name}' has a flat world matrix{at} (its axes lie in one plane, "
+            "a parent's zero or sheared scale?); targets have no place in its space"
+        )
+    return world.inverted()
+
+
 def target_world_matrix(target: bpy.types.Object, subtarget: str, label: str) -> Matrix:
     """World matrix of a target object, or of a bone of a target armature (at its head)."""
     if subtarget and target.type == "ARMATURE":
         pose_bone = target.pose.bones.get(subtarget)
         if pose_bone is None:
-            raise TendonUserError(f"{label}: bone '{subtarget}' not found in armature '{target.name}'")
+            raise TendonUserError(
+                f"{label}: bone '{subtarget}' not found in armature '{target.name}' (renamed or deleted?)"
+            )
         return target.matrix_world @ pose_bone.matrix
     return target.matrix_world
 
@@ -326,7 +390,7 @@ def build_goals(obj: bpy.types.Object, entry: RigEntry) -> GoalSet:
     warning naming them."""
     tendon = native()
     settings = obj.tendon
-    to_armature = obj.matrix_world.inverted_safe()
+    to_armature = to_armature_space(obj)
     found = GoalSet()
     for position, effector in enumerate(settings.effectors):
         if not effector.enabled:
@@ -340,7 +404,50 @@ def build_goals(obj: bpy.types.Object, entry: RigEntry) -> GoalSet:
         found.goals.append(goal)
         found.effectors.append(position)
         found.chains.append(chain)
+    drop_loops(obj, entry, found)
     return found
+
+
+def drop_loops(obj: bpy.types.Object, entry: RigEntry, found: GoalSet) -> None:
+    """Skips, naming both, each goal whose target or pole is a bone of the same armature
+    that the solve moves (in or under a chain): the target would move as the chain reaches
+    for it, and live mode would chase it for ever."""
+    effectors = obj.tendon.effectors
+    # Bone -> the effector whose chain turns it; the bones under it move with it.
+    turned: dict[int, int] = {}
+    for (bone, length), position in zip(found.chains, found.effectors, strict=True):
+        for moved in chains.moving_bones(entry.parents, [(bone, length, chains.effector_turns(effectors[position]))]):
+            turned.setdefault(moved, position)
+    kept = []
+    for k, position in enumerate(found.effectors):
+        effector = effectors[position]
+        problem = None
+        for target, subtarget, role in (
+            (effector.target, effector.subtarget, "target"),
+            (effector.pole_target, effector.pole_subtarget, "pole target"),
+        ):
+            bone = entry.index.get(subtarget) if target == obj and subtarget else None
+            while bone is not None and bone >= 0 and problem is None:
+                owner = turned.get(bone)
+                if owner is not None:
+                    whose = (
+                        "its own chain"
+                        if owner == position
+                        else f"the chain of {effector_label(owner, effectors[owner].bone)}"
+                    )
+                    via = f" (under '{entry.names[bone]}')" if entry.names[bone] != subtarget else ""
+                    problem = (
+                        f"{effector_label(position, effector.bone)}: its {role} bone '{subtarget}' moves with "
+                        f"{whose}{via}, so it would move as the chain reaches for it (a loop); "
+                        "pick a bone outside the chains; skipped"
+                    )
+                bone = entry.parents[bone]
+        if problem:
+            found.warnings.append(problem)
+        else:
+            kept.append(k)
+    if len(kept) < len(found.goals):
+        found.keep(kept)
 
 
 def effector_goal(
@@ -357,9 +464,24 @@ def effector_goal(
         raise TendonUserError(f"{label} has no bone")
     bone = entry.index.get(effector.bone)
     if bone is None:
-        raise TendonUserError(f"{label}: armature '{obj.name}' has no bone '{effector.bone}'")
+        raise TendonUserError(f"{label}: armature '{obj.name}' has no bone '{effector.bone}' (renamed or deleted?)")
     if effector.target is None:
         raise TendonUserError(f"{label} has no target object")
+    for target, subtarget, role in (
+        (effector.target, effector.subtarget, "target"),
+        (effector.pole_target, effector.pole_subtarget, "pole target"),
+    ):
+        if target is None:
+            continue
+        # Deleting an object in the viewport leaves it in the file while something points
+        # at it, in no scene, where it is never evaluated again.
+        if not target.users_scene:
+            raise TendonUserError(f"{label}: {role} '{target.name}' is in no scene (deleted?)")
+        if target == obj and not subtarget:
+            raise TendonUserError(
+                f"{label}: the {role} is armature '{obj.name}' itself, whose origin moves with it: "
+                "set a Target Bone, or pick another object"
+            )
     depth = len(chain_bones(entry, bone, 0))
     chain_length = effector.chain_length
     if chain_length > depth:
@@ -773,7 +895,10 @@ class Baker:
             raise TendonUserError(f"Frame step {settings.step} must be at least 1")
         self.frames = np.arange(settings.frame_start, settings.frame_end + 1, settings.step)
         if len(self.frames) == 0:
-            raise TendonUserError(f"Frame range {settings.frame_start} to {settings.frame_end} is empty")
+            raise TendonUserError(
+                f"Frame range {settings.frame_start} to {settings.frame_end} is empty: "
+                "the start frame is after the end frame"
+            )
         self.started = time.perf_counter()
         self.scene, self.obj, self.settings = scene, obj, settings
         self.original_frame = (scene.frame_current, scene.frame_subframe)
@@ -816,6 +941,9 @@ class Baker:
             self.basis = np.empty((frames, n * 16), np.float32)
         self.static_pose = read_pose(obj, self.entry)
         self.sampled = 0
+        #: Rotations of bones scaled to zero on an axis, from their channels: (frame index,
+        #: bone) -> (w, x, y, z) (see `collapsed_rotations`).
+        self.collapsed: dict[tuple[int, int], tuple[float, ...]] = {}
         #: Bones whose translation the solve changed (a root with `move_root`).
         self.moved: list[int] = []
 
@@ -871,7 +999,7 @@ class Baker:
         return self.sampled / len(self.frames)
 
     def sample_fcurves(self) -> None:
-        to_armature = np.array(self.obj.matrix_world.inverted_safe(), np.float32)
+        to_armature = np.array(to_armature_space(self.obj), np.float32)
         for k, effector in enumerate(self.effectors):
             goal = self.found.goals[k]
             self.targets[:, k] = (
@@ -892,7 +1020,7 @@ class Baker:
         obj, scene = self.obj, self.scene
         for t in range(first, end):
             scene.frame_set(int(self.frames[t]))
-            to_armature = obj.matrix_world.inverted_safe()
+            to_armature = to_armature_space(obj, int(self.frames[t]))
             for k, effector in enumerate(self.effectors):
                 goal = self.found.goals[k]
                 label = effector_label(self.found.effectors[k], effector.bone)
@@ -906,6 +1034,10 @@ class Baker:
             for k, plan in enumerate(self.scale_plans):
                 self.scale_goals[t, k] = target_scale(obj, obj.tendon.effectors[plan.effector])
             obj.pose.bones.foreach_get("matrix_basis", self.basis[t])
+            matrices = self.basis[t].reshape(-1, 4, 4)
+            matrices = matrices if self.entry.pose_in_order else matrices[self.entry.pose_order]
+            for bone, rotation in collapsed_rotations(obj, self.entry, matrices).items():
+                self.collapsed[(t, bone)] = rotation
         self.sampled = end
 
     def solve(self) -> Any:
@@ -939,6 +1071,8 @@ class Baker:
             pose = (rotations.reshape(frames, n, 4), translations.reshape(frames, n, 3), scales.reshape(frames, n, 3))
             if not self.entry.pose_in_order:
                 pose = tuple(array[:, self.entry.pose_order] for array in pose)
+            for (t, bone), rotation in self.collapsed.items():
+                pose[0][t, bone] = rotation
         elif self.scale_plans or self.springs:
             pose = tuple(np.repeat(array[None], frames, axis=0) for array in self.static_pose)
         else:
@@ -958,7 +1092,7 @@ class Baker:
         fps = scene.render.fps / scene.render.fps_base
         dt = self.settings.step / fps
         gravity = scene.gravity if scene.use_gravity else (0.0, 0.0, 0.0)
-        to_armature = self.obj.matrix_world.inverted_safe().to_3x3()
+        to_armature = to_armature_space(self.obj).to_3x3()
         _, translations, scales = self.pose
         for spring in self.springs:
             item = self.obj.tendon.springs[spring.item]
@@ -1044,7 +1178,8 @@ class Baker:
 
     def cancel(self) -> None:
         """Leaves the scene as it was (nothing was written)."""
-        if self.per_frame_pose and self.sampled:
+        # A frame refused mid-chunk leaves `sampled` behind the frame the scene is on.
+        if self.per_frame_pose and (self.sampled or self.scene.frame_current != self.original_frame[0]):
             self.restore_frame()
 
 
@@ -1138,7 +1273,7 @@ def spring_chains(obj: bpy.types.Object, entry: RigEntry, warnings: list[str]) -
 
 # --- Live mode ----------------------------------------------------------------------------
 
-_live_signatures: dict[int, tuple[float, ...]] = {}
+_live_signatures: dict[int, tuple[Any, ...]] = {}
 #: Live solves not yet measured in Blender's evaluated pose (pointer -> outcome).
 _live_unmeasured: dict[int, SolveOutcome] = {}
 
@@ -1154,14 +1289,18 @@ _live_busy = False
 live_timings: dict[int, float] = {}
 
 
-def live_signature(obj: bpy.types.Object) -> tuple[float, ...]:
-    """Everything a live solve depends on that moves: the armature's and targets' matrices."""
-    values: list[float] = []
+def live_signature(obj: bpy.types.Object) -> tuple[Any, ...]:
+    """Everything a live solve depends on that moves: the armature's and targets' matrices,
+    the mode, and whether each effector's bone exists (a bone renamed or deleted in Edit
+    Mode is reported when Pose Mode returns, not when a target next moves)."""
+    values: list[Any] = [obj.mode]
     for row in obj.matrix_world:
         values.extend(row)
+    bones = obj.data.bones
     for effector in obj.tendon.effectors:
         if not effector.enabled:
             continue
+        values.append(effector.bone in bones)
         for target, subtarget in target_objects(effector):
             try:
                 matrix = target_world_matrix(target, subtarget, "")
@@ -1184,6 +1323,12 @@ def live_update(scene: bpy.types.Scene, force: bool = False) -> None:
             if obj.type != "ARMATURE" or not obj.tendon.live or obj.library is not None:
                 continue
             key = obj.as_pointer()
+            if obj.mode == "EDIT":
+                # The bones being edited are not the armature's bones until Edit Mode ends.
+                _live_signatures.pop(key, None)
+                _live_unmeasured.pop(key, None)
+                set_status(obj, "Live: paused in Edit Mode")
+                continue
             signature = live_signature(obj)
             if not force and _live_signatures.get(key) == signature:
                 # The update that follows a live solve: measure it in the pose Blender shows.

@@ -28,6 +28,9 @@ UNIFORM_SCALE_MODES = frozenset({"FULL", "FIX_SHEAR", "ALIGNED", "AVERAGE"})
 CHANNEL_MISMATCH = 1e-4
 #: Relative spread below which a scale counts as uniform, or as one.
 SCALE_TOLERANCE = 1e-5
+#: A pose scale this small on an axis flattens the bone and every bone under it: their
+#: rotations can no longer be read from (or written into) their frames.
+COLLAPSED_SCALE = 1e-6
 
 
 def chain_bones(parents: list[int], bone: int, chain_length: int) -> list[int]:
@@ -132,6 +135,35 @@ def conformal(frame: np.ndarray) -> bool:
     return size > 0.0 and float(np.abs(gram - size * np.eye(3)).max()) <= SCALE_TOLERANCE * size
 
 
+def collapsed_bones(obj: bpy.types.Object) -> dict[str, str]:
+    """Pose bones scaled to (almost) zero on an axis: name -> the problem, naming the bone
+    and the axes. One bulk read, so the usual case (none) costs next to nothing."""
+    pose_bones = obj.pose.bones
+    scales = np.empty(len(pose_bones) * 3, np.float32)
+    pose_bones.foreach_get("scale", scales)
+    scales = scales.reshape(-1, 3)
+    found = {}
+    for index in np.nonzero(np.abs(scales).min(axis=1) <= COLLAPSED_SCALE)[0]:
+        scale = scales[index]
+        axes = "/".join(axis for axis, value in zip("XYZ", scale, strict=True) if abs(value) <= COLLAPSED_SCALE)
+        name = pose_bones[int(index)].name
+        found[name] = (
+            f"bone '{name}' is scaled to zero on its {axes} axis (pose scale "
+            f"{', '.join(f'{value:g}' for value in scale)}), which flattens it and the bones under it: "
+            "give it a non-zero scale"
+        )
+    return found
+
+
+def collapse_problem(pose_bone: bpy.types.PoseBone, collapsed: dict[str, str]) -> str | None:
+    """The problem of the bone, or of the nearest ancestor, scaled to zero on an axis."""
+    while pose_bone is not None:
+        if pose_bone.name in collapsed:
+            return collapsed[pose_bone.name]
+        pose_bone = pose_bone.parent
+    return None
+
+
 def bone_problems(
     obj: bpy.types.Object, names: list[str], pose_order: np.ndarray, moving: list[int], mismatched: list[int]
 ) -> list[str | None]:
@@ -140,9 +172,11 @@ def bone_problems(
     whatever else moves a bone)."""
     pose_bones = obj.pose.bones
     driven = driven_bones(obj)
+    collapsed = collapsed_bones(obj)
     problems: list[str | None] = []
     for bone in moving:
-        problem = bone_problem(pose_bones[int(pose_order[bone])], driven)
+        pose_bone = pose_bones[int(pose_order[bone])]
+        problem = (collapse_problem(pose_bone, collapsed) if collapsed else None) or bone_problem(pose_bone, driven)
         if problem is None and bone in mismatched:
             problem = (
                 f"bone '{names[bone]}' is not where its own channels put it (something Tendon does not model moves it)"

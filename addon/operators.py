@@ -453,8 +453,14 @@ class TENDON_OT_bake(Operator):
     def execute(self, context: Context) -> set[str]:
         try:
             baker = bridge.Baker(context.scene, context.active_object, self.settings(context))
+        except bridge.TendonUserError as problem:
+            self.report({"ERROR"}, str(problem))
+            return {"CANCELLED"}
+        try:
             outcome = baker.finish()
         except bridge.TendonUserError as problem:
+            # A frame refused mid-range: back to the frame the user was on.
+            baker.cancel()
             self.report({"ERROR"}, str(problem))
             return {"CANCELLED"}
         return self.report_outcome(context, outcome)
@@ -501,7 +507,8 @@ class TENDON_OT_bake(Operator):
         for warning in outcome.warnings:
             self.report({"WARNING"}, warning)
         self.report({"INFO"}, outcome.summary())
-        context.active_object.tendon.status = outcome.summary()
+        # As after a solve, the status line also says which effectors were skipped and why.
+        context.active_object.tendon.status = "; ".join([outcome.summary(), *outcome.warnings])
         return {"FINISHED"}
 
 

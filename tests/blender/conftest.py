@@ -43,6 +43,17 @@ def installed_addon() -> Iterator[str]:
     yield MODULE
 
 
+@pytest.fixture(scope="session")
+def generated_blend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Rigify's generated human rig, generated once per session (seconds) and saved; each
+    test reloads the file (the autouse fixture empties the scene before every test)."""
+    import real_rigs
+
+    path = tmp_path_factory.mktemp("rigify") / "generated_human.blend"
+    real_rigs.generate_human_rig(path)
+    yield path
+
+
 @pytest.fixture(autouse=True)
 def empty_scene(installed_addon: str) -> Iterator[None]:
     bpy.ops.wm.read_homefile(use_empty=True)

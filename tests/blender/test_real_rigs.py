@@ -12,7 +12,7 @@ is the solver's or the bridge's, never the target's.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import bpy
@@ -67,15 +67,6 @@ RIGS = (
     # The armature object scaled by 100, its bones 100 times smaller, as glTF imports come.
     "mocap:cmu_102_01_max@x100",
 )
-
-
-@pytest.fixture(scope="session")
-def generated_blend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Rigify's generated human rig, generated once per session (seconds) and saved; each
-    test reloads the file (the autouse fixture empties the scene before every test)."""
-    path = tmp_path_factory.mktemp("rigify") / "generated_human.blend"
-    real_rigs.generate_human_rig(path)
-    yield path
 
 
 def build(rig: str, generated_blend: Callable[[], Path]) -> RealRig:
