@@ -261,6 +261,14 @@ MOCAP_RIGS: dict[str, tuple[str, float, int, tuple[Effector, ...]]] = {
 }
 
 
+def import_bvh(filename: str, global_scale: float) -> bpy.types.Object:
+    """A clip of tests/fixtures/mocap imported with Blender's BVH importer (its defaults:
+    Euler keys, one scene frame per file frame from frame 1); the new armature, active."""
+    outcome = bpy.ops.import_anim.bvh(filepath=str(MOCAP / filename), global_scale=global_scale)
+    assert outcome == {"FINISHED"}, f"the BVH importer refused {filename}: {outcome}"
+    return bpy.context.active_object
+
+
 def mocap_rig(name: str, object_scale: float = 1.0) -> RealRig:
     """A CMU clip imported with Blender's BVH importer, at a frame in mid-motion, the
     armature object scaled by `object_scale` and the bones made that much smaller (the
@@ -268,8 +276,7 @@ def mocap_rig(name: str, object_scale: float = 1.0) -> RealRig:
     keeps animating the bones: a solve writes the pose channels, which hold until the frame
     changes, so the checks read the pose right after the solve."""
     filename, scale, frame, effectors = MOCAP_RIGS[name]
-    assert bpy.ops.import_anim.bvh(filepath=str(MOCAP / filename), global_scale=scale / object_scale) == {"FINISHED"}
-    obj = bpy.context.active_object
+    obj = import_bvh(filename, scale / object_scale)
     obj.scale = (object_scale,) * 3
     bpy.context.scene.frame_set(frame)
     enter_pose_mode(obj)
