@@ -38,6 +38,7 @@
 
 #![warn(missing_docs)]
 
+pub mod batch;
 pub mod error;
 pub mod fixtures;
 pub mod math;

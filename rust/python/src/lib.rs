@@ -13,11 +13,12 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use pyo3::IntoPyObjectExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use tendon_core::batch::{self, FrameInput};
 use tendon_core::{
     distribute_scale as core_distribute_scale, AnySolver, EffectorPoint, Goal as CoreGoal,
     JointLimits, Pose, Rig as CoreRig, RigDesc, RotationMode, ScaleLimits, SolveReport,
     Solver as _, SolverConfig, SphereCollider, SpringChain, SpringParams,
-    SpringSimulation as CoreSpringSimulation, TendonError as CoreError, TensionReference,
+    SpringSimulation as CoreSpringSimulation, TendonError as CoreError,
 };
 
 create_exception!(
@@ -890,13 +891,8 @@ impl Solver {
             std::slice::from_raw_parts_mut(buffer.buf_ptr().cast::<f32>(), frames * n * 4)
         };
         let mut translations_out = vec![0.0f32; frames * n * 3];
-        let (solver, start, out, goals, data) = (
-            &mut self.solver,
-            &self.start,
-            &mut self.out,
-            &mut self.goals,
-            &self.frames,
-        );
+        let (solver, start, goals, data) =
+            (&mut self.solver, &self.start, &mut self.goals, &self.frames);
         py.detach(|| {
             guarded(|| {
                 run_frames(
@@ -906,7 +902,6 @@ impl Solver {
                     goals,
                     data,
                     warm,
-                    out,
                     rotations_out,
                     &mut translations_out,
                     &mut reports,
@@ -986,13 +981,8 @@ impl Solver {
         let mut rotations = vec![0.0f32; frames * rig.len() * 4];
         let mut translations = vec![0.0f32; frames * rig.len() * 3];
         let mut reports = vec![SolveReport::default(); frames];
-        let (solver, start, out, goals, data) = (
-            &mut self.solver,
-            &self.start,
-            &mut self.out,
-            &mut self.goals,
-            &self.frames,
-        );
+        let (solver, start, goals, data) =
+            (&mut self.solver, &self.start, &mut self.goals, &self.frames);
         py.detach(|| {
             guarded(|| {
                 let clock = std::time::Instant::now();
@@ -1004,7 +994,6 @@ impl Solver {
                         goals,
                         data,
                         warm,
-                        out,
                         &mut rotations,
                         &mut translations,
                         &mut reports,
@@ -1166,59 +1155,22 @@ fn read_frame_vectors(
     }
 }
 
-/// Frame `frame`'s pose from the per-frame arrays into `pose` (depth-first). With
-/// `keep`, bones whose rotation the last solve changed (`keep.0` differs from `keep.1`)
-/// keep `keep.0`'s rotation: the warm start.
-fn frame_pose(
-    rig: &CoreRig,
-    data: &FrameData,
-    frame: usize,
-    pose: &mut Pose,
-    keep: Option<(&Pose, &Pose)>,
-) {
-    let n = rig.len();
-    for caller in 0..n {
-        let i = rig.to_dfs(caller);
-        let (r, v) = ((frame * n + caller) * 4, (frame * n + caller) * 3);
-        pose.translations[i] = vec3(&data.translations[v..v + 3]);
-        pose.scales[i] = vec3(&data.scales[v..v + 3]);
-        pose.rotations[i] = match keep {
-            Some((solved, started)) if solved.rotations[i] != started.rotations[i] => {
-                solved.rotations[i]
-            }
-            _ => quat_wxyz(&data.rotations[r..r + 4]),
-        };
-    }
+/// A frame range's flat arrays (caller order) as the core's frame input.
+struct FrameArrays<'a> {
+    data: &'a FrameData,
+    frames: usize,
 }
 
-/// Solves each frame of `data` (targets, optional poses, rotation targets and poles),
-/// writing rotations (frames x bones x 4, w-first, caller order) and reports.
-#[allow(clippy::too_many_arguments)]
-fn run_frames(
-    solver: &mut AnySolver,
-    rig: &CoreRig,
-    start: &Pose,
-    goals: &mut [CoreGoal],
-    data: &FrameData,
-    warm: bool,
-    out: &mut Pose,
-    rotations: &mut [f32],
-    translations: &mut [f32],
-    reports: &mut [SolveReport],
-) -> std::result::Result<(), CoreError> {
-    let (n, goal_count) = (rig.len(), goals.len());
-    let mut from = start.clone();
-    // The next frame's start, built beside `from` (which the warm start compares against).
-    let mut next = Pose::rest(if data.per_frame_pose { n } else { 0 });
-    // The frame's animated pose when the start is the previous answer: the pose a tension
-    // reference of "start" means when baking.
-    let animated_beside = data.per_frame_pose
-        && warm
-        && matches!(solver, AnySolver::Tension(t) if t.params.reference == TensionReference::Start);
-    let mut animated = Pose::rest(if animated_beside { n } else { 0 });
-    for (frame, report) in reports.iter_mut().enumerate() {
+impl FrameInput for FrameArrays<'_> {
+    fn frame_count(&self) -> usize {
+        self.frames
+    }
+
+    fn set_goals(&self, frame: usize, goals: &mut [CoreGoal]) {
+        let data = self.data;
+        let count = goals.len();
         for (k, goal) in goals.iter_mut().enumerate() {
-            let at = frame * goal_count + k;
+            let at = frame * count + k;
             goal.target = vec3(&data.targets[at * 3..at * 3 + 3]);
             if goal.rotation.is_some() && !data.rotation_targets.is_empty() {
                 goal.rotation = Some(quat_wxyz(&data.rotation_targets[at * 4..at * 4 + 4]));
@@ -1227,28 +1179,64 @@ fn run_frames(
                 goal.pole = Some(vec3(&data.poles[at * 3..at * 3 + 3]));
             }
         }
-        if data.per_frame_pose {
-            let keep = (warm && frame > 0).then_some((&*out, &from));
-            frame_pose(rig, data, frame, &mut next, keep);
-            std::mem::swap(&mut next, &mut from);
-        }
-        *report = if animated_beside {
-            frame_pose(rig, data, frame, &mut animated, None);
-            solver.solve_near(rig, &from, &animated, goals, out)?
-        } else {
-            solver.solve_into(rig, &from, goals, out)?
-        };
-        write_rotations(rig, out, &mut rotations[frame * n * 4..(frame + 1) * n * 4]);
-        write_translations(
-            rig,
-            out,
-            &mut translations[frame * n * 3..(frame + 1) * n * 3],
-        );
-        if warm && !data.per_frame_pose {
-            from.copy_from(out);
+    }
+
+    fn has_frame_poses(&self) -> bool {
+        self.data.per_frame_pose
+    }
+
+    fn frame_pose(&self, rig: &CoreRig, frame: usize, pose: &mut Pose) {
+        let (data, n) = (self.data, rig.len());
+        for caller in 0..n {
+            let i = rig.to_dfs(caller);
+            let (r, v) = ((frame * n + caller) * 4, (frame * n + caller) * 3);
+            pose.rotations[i] = quat_wxyz(&data.rotations[r..r + 4]);
+            pose.translations[i] = vec3(&data.translations[v..v + 3]);
+            pose.scales[i] = vec3(&data.scales[v..v + 3]);
         }
     }
-    Ok(())
+}
+
+/// Solves each frame of `data` through the core's frame driver, writing rotations
+/// (frames x bones x 4, w-first, caller order), translations and reports.
+#[allow(clippy::too_many_arguments)]
+fn run_frames(
+    solver: &mut AnySolver,
+    rig: &CoreRig,
+    start: &Pose,
+    goals: &mut [CoreGoal],
+    data: &FrameData,
+    warm: bool,
+    rotations: &mut [f32],
+    translations: &mut [f32],
+    reports: &mut [SolveReport],
+) -> std::result::Result<(), CoreError> {
+    let n = rig.len();
+    let input = FrameArrays {
+        data,
+        frames: reports.len(),
+    };
+    batch::solve_frames(
+        solver,
+        rig,
+        start,
+        goals,
+        &input,
+        warm,
+        |frame, pose, report| {
+            write_rotations(
+                rig,
+                pose,
+                &mut rotations[frame * n * 4..(frame + 1) * n * 4],
+            );
+            write_translations(
+                rig,
+                pose,
+                &mut translations[frame * n * 3..(frame + 1) * n * 3],
+            );
+            reports[frame] = report;
+        },
+    )
 }
 
 /// One field of every frame's report.
@@ -1584,8 +1572,12 @@ impl SpringSimulation {
         let (sim, rig, pose, out) = (&mut self.sim, &self.rig, &mut self.pose, &mut self.out);
         py.detach(|| {
             guarded(|| {
+                let input = FrameArrays {
+                    data: &data,
+                    frames,
+                };
                 for frame in 0..frames {
-                    frame_pose(rig, &data, frame, pose, None);
+                    input.frame_pose(rig, frame, pose);
                     if frame == 0 && reset {
                         sim.reset(rig, pose)?;
                     }

@@ -108,6 +108,12 @@ pub trait Solver {
         out: &mut Pose,
     ) -> Result<SolveReport>;
 
+    /// Whether [`Solver::solve_near`] reads its `near` pose (a caller may then skip making
+    /// one).
+    fn uses_near(&self) -> bool {
+        false
+    }
+
     /// Solves `goals` from `start` like [`Solver::solve_into`], with `near` as the pose
     /// "the pose before the solve" means where it is not `start`: when baking from the
     /// previous frame's answer, `near` is the frame's animated pose. Only the tension
@@ -262,6 +268,13 @@ impl Solver for AnySolver {
             AnySolver::JacobianDls(s) => s.solve_into(rig, start, goals, out),
             AnySolver::TwoBone(s) => s.solve_into(rig, start, goals, out),
             AnySolver::Tension(s) => s.solve_into(rig, start, goals, out),
+        }
+    }
+
+    fn uses_near(&self) -> bool {
+        match self {
+            AnySolver::Tension(s) => s.uses_near(),
+            _ => false,
         }
     }
 

@@ -48,7 +48,7 @@ pub enum TensionReference {
     Rest,
     /// The pose before the solve ("move as little as needed"): the start pose, or when
     /// baking from the previous frame's answer, the frame's animated pose
-    /// ([`Solver::solve_near`](super::Solver::solve_near)).
+    /// ([`Solver::solve_near`]).
     #[default]
     Start,
     /// The pose given to [`TensionMinimizer::set_reference_pose`].
@@ -214,6 +214,10 @@ impl Solver for TensionMinimizer {
         out: &mut Pose,
     ) -> Result<SolveReport> {
         self.solve_near(rig, start, start, goals, out)
+    }
+
+    fn uses_near(&self) -> bool {
+        self.params.reference == TensionReference::Start
     }
 
     fn solve_near(

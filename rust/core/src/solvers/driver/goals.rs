@@ -1,0 +1,373 @@
+//! Preparing goals: validation, chain roots, exclusive chains and carriers, poles.
+
+use super::*;
+
+impl Workspace {
+    /// Copies and validates the start pose, runs forward kinematics and prepares `goals`.
+    pub fn prepare(
+        &mut self,
+        rig: &Rig,
+        start: &Pose,
+        goals: &[Goal],
+        mode: GoalMode,
+        params: &IterationParams,
+    ) -> Result<()> {
+        params.validate()?;
+        self.mode = mode;
+        self.pose.copy_from(start);
+        self.pose.validate(rig)?;
+        self.start_rotations.clear();
+        self.start_rotations.extend_from_slice(&self.pose.rotations);
+        self.start_translations.clear();
+        self.start_translations
+            .extend_from_slice(&self.pose.translations);
+        let n = rig.len();
+        self.world.resize(n, Affine3A::IDENTITY);
+        self.world_rot.resize(n, Quat::IDENTITY);
+        self.fixed_local.clear();
+        self.fixed_local.extend(
+            (0..n).map(|i| {
+                *rig.rest_matrix(i) * Affine3A::from_translation(self.pose.translations[i])
+            }),
+        );
+        self.euler.clear();
+        for i in 0..n {
+            let limits = rig.limits(i);
+            self.euler.push(match limits.is_free() {
+                true => [0.0; 3],
+                false => limits.euler_of(self.pose.rotations[i]),
+            });
+        }
+        self.first_active = 0;
+        self.forward_kinematics(rig);
+
+        self.goals.clear();
+        self.goal_joints.clear();
+        for (index, goal) in goals.iter().enumerate() {
+            let goal = validate_goal(rig, index, goal)?;
+            if goal.weight > 0.0 {
+                let prepared = self.prepare_goal(rig, goal, params);
+                self.goals.push(PreparedGoal { index, ..prepared });
+            }
+        }
+        // Effectors in depth-first order, as the guide advises: earlier chains (the spine)
+        // settle before the limbs hanging from them.
+        self.goals.sort_by_key(|g| g.goal.bone);
+        self.exclusive = params.exclusive_chains;
+        if params.exclusive_chains {
+            self.make_chains_exclusive(rig);
+        }
+        self.first_active = self
+            .goals
+            .iter()
+            .filter(|g| g.joints.0 < g.joints.1)
+            .map(|g| self.goal_joints[g.joints.1 - 1])
+            .min()
+            .unwrap_or(n);
+        if params.move_root {
+            // The root's translation moves everything below it.
+            self.first_active = self.first_active.min(self.root_of_goals(rig));
+        }
+        self.find_carriers(rig);
+        self.aim_blender_poles(rig);
+        Ok(())
+    }
+
+    /// Orders the goals by their chains' top bones (depth-first) and cuts each chain where
+    /// it meets a bone an earlier goal's chain moves.
+    fn make_chains_exclusive(&mut self, rig: &Rig) {
+        let joints = &self.goal_joints;
+        let top = |g: &PreparedGoal| match g.joints.0 < g.joints.1 {
+            true => joints[g.joints.1 - 1],
+            false => usize::MAX,
+        };
+        self.goals.sort_by_key(|g| (top(g), g.goal.bone));
+        self.claimed.clear();
+        self.claimed.resize(rig.len(), false);
+        for g in 0..self.goals.len() {
+            let (start, end) = self.goals[g].joints;
+            let kept = (start..end)
+                .find(|&k| self.claimed[self.goal_joints[k]])
+                .unwrap_or(end);
+            for k in start..kept {
+                self.claimed[self.goal_joints[k]] = true;
+            }
+            if kept < end {
+                let goal = self.goals[g];
+                let reach = match kept > start {
+                    true => self.chain_reach(
+                        rig,
+                        goal.owner,
+                        goal.local_point,
+                        self.goal_joints[kept - 1],
+                    ),
+                    false => 0.0,
+                };
+                let cut = &mut self.goals[g];
+                cut.joints.1 = kept;
+                cut.reach = reach;
+                if kept == start {
+                    cut.owner = None;
+                }
+            }
+        }
+    }
+
+    /// The root bone above the goals (the first goal's, for rigs with several roots).
+    pub fn root_of_goals(&self, rig: &Rig) -> usize {
+        let mut bone = self.goals.first().map_or(0, |g| g.goal.bone);
+        while let Some(parent) = rig.parent(bone) {
+            bone = parent;
+        }
+        bone
+    }
+
+    /// Blender's pole convention (goals with a `pole_angle`), applied once before solving
+    /// as Blender's IK does: the chain turns as a whole so the line from its root to its
+    /// effector points at the target and the root bone's reference axis (X turned by the
+    /// pole angle about Y) lies in the plane of root, target and pole, on the pole's side.
+    /// The solve then bends the chain from there.
+    fn aim_blender_poles(&mut self, rig: &Rig) {
+        let mut turned = false;
+        for g in 0..self.goals.len() {
+            let goal = self.goals[g].goal;
+            let (Some(pole), Some(angle)) = (goal.pole, goal.pole_angle) else {
+                continue;
+            };
+            let Some(&top) = self.joints(g).last() else {
+                continue;
+            };
+            if turned {
+                self.forward_kinematics(rig);
+            }
+            let root = self.head(top);
+            let (sin, cos) = angle.sin_cos();
+            let up = Vec3::from(self.world[top].matrix3 * glam::Vec3A::new(cos, 0.0, sin));
+            // Orthonormal frames from a direction and an up vector; None when degenerate.
+            let frame = |dir: Vec3, up: Vec3| {
+                let dir = dir.try_normalize()?;
+                let side = dir.cross(up).try_normalize()?;
+                Some(glam::Mat3::from_cols(side, side.cross(dir), -dir))
+            };
+            let now = frame(self.effector(g) - root, up);
+            let wanted = frame(goal.target - root, pole - root);
+            if let (Some(now), Some(wanted)) = (now, wanted) {
+                let delta = Quat::from_mat3(&(wanted * now.transpose())).normalize();
+                self.rotate_bone(rig, top, delta);
+                turned = true;
+            }
+        }
+        if turned {
+            self.forward_kinematics(rig);
+        }
+    }
+
+    fn prepare_goal(&mut self, rig: &Rig, goal: Goal, params: &IterationParams) -> PreparedGoal {
+        let bone = goal.bone;
+        let chain_root = chain_root(rig, bone, goal.chain_length);
+        let mut orientation = None;
+        let mut target = goal.target;
+        let (mut owner, mut local_point) = match goal.point {
+            EffectorPoint::Tail => (Some(bone), Vec3::new(0.0, rig.length(bone), 0.0)),
+            EffectorPoint::Head => (rig.parent(bone), self.head_in_parent(bone)),
+        };
+        // The original chain's length sets the tolerance, whatever the solver positions.
+        let length_scale = self
+            .chain_reach(rig, owner, local_point, chain_root)
+            .max(MIN_LENGTH_SCALE);
+        let tolerance = params.tolerance * length_scale;
+        if self.mode == GoalMode::Positional {
+            if let Some(rotation) = goal.rotation.filter(|_| goal.rotation_weight > 0.0) {
+                let current = self.world_rot[bone];
+                let blended = current.slerp(rotation, goal.rotation_weight.min(1.0));
+                if goal.point == EffectorPoint::Tail {
+                    let (head, tail) = rig.head_tail(&self.world[bone], bone);
+                    target -= (blended * current.conjugate()) * (tail - head);
+                }
+                orientation = Some(blended);
+                owner = rig.parent(bone);
+                local_point = self.head_in_parent(bone);
+            }
+        }
+        // In full mode the effector bone itself turns for a rotation target even when the
+        // positioned point is its head.
+        let lowest = match self.mode {
+            GoalMode::Full => Some(bone),
+            GoalMode::Positional => owner,
+        };
+        let start = self.goal_joints.len();
+        if let Some(mut j) = lowest {
+            // `lowest` is the bone or its parent; it is in the chain unless it lies above the root.
+            let in_chain = j == bone || rig.subtree(chain_root).contains(&j);
+            if in_chain {
+                loop {
+                    self.goal_joints.push(j);
+                    if j == chain_root {
+                        break;
+                    }
+                    match rig.parent(j) {
+                        Some(p) => j = p,
+                        None => break,
+                    }
+                }
+            }
+        }
+        let joints = (start, self.goal_joints.len());
+        let has_joints = joints.0 < joints.1;
+        let reach = if has_joints {
+            self.chain_reach(rig, owner, local_point, chain_root)
+        } else {
+            0.0
+        };
+        let effector_local = match goal.point {
+            EffectorPoint::Tail => Vec3::new(0.0, rig.length(bone), 0.0),
+            EffectorPoint::Head => Vec3::ZERO,
+        };
+        PreparedGoal {
+            index: 0,
+            goal,
+            effector_local,
+            owner: owner.filter(|_| has_joints),
+            local_point,
+            target,
+            orientation,
+            joints,
+            reach,
+            length_scale,
+            tolerance,
+            carrier: None,
+            base: self
+                .goal_joints
+                .get(joints.1.wrapping_sub(1))
+                .copied()
+                .filter(|_| has_joints)
+                .unwrap_or(bone),
+            base_reach: reach,
+        }
+    }
+
+    /// Finds each goal's carrier and base (see [`PreparedGoal::carrier`]). Without
+    /// exclusive chains a goal is served by every moving bone above its point, as the
+    /// Jacobian solvers' columns are; chain-based solvers learn it from here.
+    fn find_carriers(&mut self, rig: &Rig) {
+        self.moving.clear();
+        self.moving.resize(rig.len(), false);
+        for &j in &self.goal_joints {
+            self.moving[j] = true;
+        }
+        if self.exclusive {
+            return;
+        }
+        for g in 0..self.goals.len() {
+            let Some(&top) = self.joints(g).last() else {
+                continue;
+            };
+            let (mut bone, mut reach, mut carrier) = (top, self.goals[g].reach, None);
+            loop {
+                let mut above = rig.parent(bone);
+                while let Some(p) = above.filter(|&p| !self.moving[p]) {
+                    above = rig.parent(p);
+                }
+                let Some(next) = above else { break };
+                carrier.get_or_insert(next);
+                reach += self.head(next).distance(self.head(bone));
+                bone = next;
+            }
+            let goal = &mut self.goals[g];
+            (goal.carrier, goal.base, goal.base_reach) = (carrier, bone, reach);
+        }
+    }
+
+    /// Sum of the segments from the chain root's head, through each joint's head, to the
+    /// point carried by `owner`.
+    fn chain_reach(
+        &self,
+        rig: &Rig,
+        owner: Option<usize>,
+        local_point: Vec3,
+        chain_root: usize,
+    ) -> f32 {
+        let Some(mut j) = owner else { return 0.0 };
+        if !rig.subtree(chain_root).contains(&j) {
+            return 0.0;
+        }
+        let mut reach = 0.0;
+        let mut point = self.world[j].transform_point3(local_point);
+        loop {
+            let head = Vec3::from(self.world[j].translation);
+            reach += point.distance(head);
+            point = head;
+            if j == chain_root {
+                return reach;
+            }
+            match rig.parent(j) {
+                Some(p) => j = p,
+                None => return reach,
+            }
+        }
+    }
+
+    /// The joints goal `g` may turn, nearest the effector first.
+    pub fn joints(&self, g: usize) -> &[usize] {
+        let (a, b) = self.goals[g].joints;
+        &self.goal_joints[a..b]
+    }
+}
+
+/// The topmost bone a goal on `bone` with `chain_length` may move.
+fn chain_root(rig: &Rig, bone: usize, chain_length: usize) -> usize {
+    let mut root = bone;
+    let mut count = 1;
+    while chain_length == 0 || count < chain_length {
+        match rig.parent(root) {
+            Some(p) => root = p,
+            None => break,
+        }
+        count += 1;
+    }
+    root
+}
+
+fn validate_goal(rig: &Rig, index: usize, goal: &Goal) -> Result<Goal> {
+    let mut goal = *goal;
+    if goal.bone >= rig.len() {
+        return Err(TendonError::BoneIndex {
+            what: format!("goal {index}"),
+            index: goal.bone,
+            count: rig.len(),
+        });
+    }
+    let name = rig.name(goal.bone);
+    let what = |field: &str| format!("{field} of goal {index} (bone '{name}')");
+    ensure_finite(&goal.target.to_array(), || what("target"))?;
+    ensure_finite(&[goal.weight], || what("weight"))?;
+    ensure_finite(&[goal.rotation_weight], || what("rotation weight"))?;
+    for (field, value) in [
+        ("weight", goal.weight),
+        ("rotation weight", goal.rotation_weight),
+    ] {
+        if value < 0.0 {
+            return Err(TendonError::InvalidValue {
+                what: what(field),
+                reason: format!("{value} is negative"),
+            });
+        }
+    }
+    if let Some(angle) = goal.pole_angle {
+        ensure_finite(&[angle], || what("pole angle"))?;
+    }
+    if let Some(pole) = goal.pole {
+        ensure_finite(&pole.to_array(), || what("pole"))?;
+    }
+    if let Some(rotation) = goal.rotation {
+        ensure_finite(&rotation.to_array(), || what("rotation"))?;
+        if rotation.length_squared() < 1e-12 {
+            return Err(TendonError::InvalidValue {
+                what: what("rotation"),
+                reason: "a zero quaternion is not a rotation".into(),
+            });
+        }
+        goal.rotation = Some(rotation.normalize());
+    }
+    Ok(goal)
+}

@@ -1,0 +1,409 @@
+//! The iteration loop and what it measures and reports.
+
+use super::*;
+
+/// An iteration that lowers the score by less than this fraction made no progress.
+const STALL_RATIO: f64 = 1e-4;
+
+/// Iterations without progress tolerated before giving up.
+const STALL_PATIENCE: u32 = 2;
+
+/// How often a solve may bend a colinear joint to escape the straight-chain dead end.
+const MAX_BUMPS: u32 = 4;
+
+/// The bend applied to a colinear joint (radians).
+const BUMP_ANGLE: f32 = 0.05;
+
+/// Joints whose incoming and outgoing segments are closer than this angle are colinear.
+const COLINEAR_ANGLE: f32 = 1e-3;
+
+impl Workspace {
+    /// Moves the root by half the goals' weighted mean remaining error (goals below it).
+    pub fn shift_root(&mut self, rig: &Rig) {
+        let root = self.root_of_goals(rig);
+        let (mut sum, mut weights) = (Vec3::ZERO, 0.0f32);
+        for g in 0..self.goals.len() {
+            let goal = &self.goals[g];
+            if rig.subtree(root).contains(&goal.goal.bone) {
+                sum += (goal.goal.target - self.effector(g)) * goal.goal.weight;
+                weights += goal.goal.weight;
+            }
+        }
+        if weights <= 0.0 || !sum.is_finite() {
+            return;
+        }
+        let delta = 0.5 * sum / weights;
+        // The pose translation applies in the root's rest frame.
+        let rest = rig.rest(root);
+        let local = rest.rotation.conjugate() * delta / rest.scale;
+        if local.is_finite() {
+            self.pose.translations[root] += local;
+            self.fixed_local[root] =
+                *rig.rest_matrix(root) * Affine3A::from_translation(self.pose.translations[root]);
+            self.first_active = self.first_active.min(root);
+            self.forward_kinematics(rig);
+        }
+    }
+
+    /// Residuals of the current pose against the goals as given.
+    pub fn evaluate(&self, params: &IterationParams) -> Evaluation {
+        let mut eval = Evaluation {
+            residual: 0.0,
+            rotation_residual: 0.0,
+            reached: true,
+            score: 0.0,
+        };
+        for (g, prepared) in self.goals.iter().enumerate() {
+            let goal = &prepared.goal;
+            let error = self.effector(g).distance(goal.target);
+            eval.residual = eval.residual.max(error);
+            eval.reached &= error <= prepared.tolerance;
+            // (`goal_reached` repeats this test for one goal.)
+            let relative = (error / prepared.length_scale) as f64;
+            eval.score += goal.weight as f64 * relative * relative;
+            if let Some(rotation) = goal.rotation.filter(|_| goal.rotation_weight > 0.0) {
+                let angle = angle_between(self.world_rot[goal.bone], rotation);
+                eval.rotation_residual = eval.rotation_residual.max(angle);
+                if goal.rotation_weight >= 1.0 {
+                    eval.reached &= angle <= params.rotation_tolerance;
+                }
+                if self.mode == GoalMode::Full {
+                    eval.score +=
+                        (goal.weight * goal.rotation_weight) as f64 * (angle as f64).powi(2);
+                }
+            }
+        }
+        eval
+    }
+
+    /// Imposes the orientations of rotation goals (positional mode) and turns chains
+    /// towards their poles. Steps leave forward kinematics current; this pass refreshes it
+    /// only after changing something.
+    pub fn after_step(&mut self, rig: &Rig) {
+        let mut stale = false;
+        for g in 0..self.goals.len() {
+            let goal = self.goals[g];
+            if let Some(orientation) = goal.orientation {
+                if stale {
+                    self.forward_kinematics(rig);
+                }
+                let bone = goal.goal.bone;
+                let frame = self.frame_before_basis(rig, bone);
+                self.set_local_rotation(rig, bone, frame.conjugate() * orientation);
+                stale = true;
+            }
+            if let (Some(pole), None) = (goal.goal.pole, goal.goal.pole_angle) {
+                if stale {
+                    self.forward_kinematics(rig);
+                }
+                self.twist_towards_pole(rig, g, pole);
+                stale = true;
+            }
+        }
+        if stale {
+            self.forward_kinematics(rig);
+        }
+    }
+
+    /// Turns goal `g`'s whole chain about the line from its root's head to its effector
+    /// so the chain's bend points at `pole`. The effector does not move.
+    pub fn twist_towards_pole(&mut self, rig: &Rig, g: usize, pole: Vec3) {
+        let joints = self.joints(g);
+        if joints.len() < 2 {
+            return;
+        }
+        let top = joints[joints.len() - 1];
+        let root = self.head(top);
+        let axis = self.point(g) - root;
+        if axis.length_squared() < 1e-20 {
+            return;
+        }
+        let axis = axis.normalize();
+        // The bend: mean offset of the inner joints from the root-effector line.
+        let inner = &joints[..joints.len() - 1];
+        let mean = inner.iter().map(|&j| self.head(j)).sum::<Vec3>() / inner.len() as f32;
+        let bend = reject(mean - root, axis);
+        let tiny = 1e-6 * (mean - root).length().max(f32::MIN_POSITIVE);
+        let wanted = reject(pole - root, axis);
+        if bend.length() < tiny || wanted.length_squared() < 1e-20 {
+            return;
+        }
+        let delta = from_to(bend, wanted);
+        self.rotate_bone(rig, top, delta);
+    }
+
+    /// Bends joints that sit straight in a chain whose target lies within reach but is not
+    /// reached: no rotation of a straight chain's joints can shorten it, a dead end for
+    /// every iterative solver. Returns whether anything was bent.
+    pub fn bump_colinear(&mut self, rig: &Rig) -> bool {
+        let mut bumped = false;
+        for g in 0..self.goals.len() {
+            let goal = self.goals[g];
+            let joints = goal.joints;
+            if joints.1 - joints.0 < 2 {
+                continue;
+            }
+            let top = self.goal_joints[joints.1 - 1];
+            let point = self.point(g);
+            if point.distance(goal.target) <= goal.tolerance
+                || self.head(top).distance(goal.target) >= goal.reach * (1.0 - 1e-3)
+            {
+                continue;
+            }
+            let mut next = point;
+            for k in joints.0..joints.1 - 1 {
+                let j = self.goal_joints[k];
+                let above = self.goal_joints[k + 1];
+                let head = self.head(j);
+                let incoming = head - self.head(above);
+                let outgoing = next - head;
+                next = head;
+                if incoming.length_squared() < 1e-20 || outgoing.length_squared() < 1e-20 {
+                    continue;
+                }
+                if incoming.angle_between(outgoing) < COLINEAR_ANGLE {
+                    let before = self.pose.rotations[j];
+                    for axis in [Vec3::X, Vec3::Z] {
+                        let bent = before * Quat::from_axis_angle(axis, BUMP_ANGLE);
+                        self.set_local_rotation(rig, j, bent);
+                        if angle_between(self.pose.rotations[j], before) > 0.5 * BUMP_ANGLE {
+                            bumped = true;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        if bumped {
+            self.forward_kinematics(rig);
+        }
+        bumped
+    }
+
+    /// Straightens each chain whose target is out of reach and that no other goal shares:
+    /// from its top joint down, every segment is aimed at the target (the FABRIK paper's
+    /// reachability test), which is where every solver would converge, only slowly.
+    fn straighten_unreachable(&mut self, rig: &Rig) {
+        let mut changed = false;
+        for g in 0..self.goals.len() {
+            let goal = self.goals[g];
+            let joints = self.joints(g);
+            let Some(&top) = joints.last() else { continue };
+            if self.head(top).distance(goal.target) < goal.reach {
+                continue;
+            }
+            // A shared or carried chain's reach depends on the other goals' bones.
+            let shared = (0..self.goals.len())
+                .filter(|&other| other != g)
+                .any(|other| self.joints(other).iter().any(|j| joints.contains(j)));
+            if shared || goal.carrier.is_some() {
+                continue;
+            }
+            for k in (goal.joints.0..goal.joints.1).rev() {
+                let j = self.goal_joints[k];
+                if k + 1 < goal.joints.1 {
+                    self.update_bone(rig, j);
+                }
+                let head = self.head(j);
+                let handle = self.chain_handle(g, k);
+                self.rotate_bone(rig, j, from_to(handle - head, goal.target - head));
+            }
+            changed = true;
+        }
+        if changed {
+            self.after_step(rig);
+        }
+    }
+
+    /// Whether goal `g` is within its tolerances (as [`Workspace::evaluate`] judges).
+    fn goal_reached(&self, g: usize, params: &IterationParams) -> bool {
+        let goal = &self.goals[g].goal;
+        let close = self.effector(g).distance(goal.target) <= self.goals[g].tolerance;
+        let turned = match goal.rotation.filter(|_| goal.rotation_weight >= 1.0) {
+            Some(rotation) => {
+                angle_between(self.world_rot[goal.bone], rotation) <= params.rotation_tolerance
+            }
+            None => true,
+        };
+        close && turned
+    }
+
+    /// Full-body solving's second phase. With exclusive chains, goals take their chains in
+    /// priority order (depth-first); when some goal could not reach on its own chain, this
+    /// keeps that pose and re-prepares `goals` from the start pose with shared chains, so a
+    /// later goal may also turn bones an earlier one uses (the joint solve reaches every
+    /// goal where the targets allow it; [`Workspace::keep_priority`] keeps the first
+    /// phase's pose when the joint one is no better for the goals in priority order).
+    /// From the start rather than the first phase's pose: there the later chains lie
+    /// stretched towards what they could not reach, a singular pose that stalls the joint
+    /// solve.
+    /// Returns false, changing nothing, when there is no second phase to run.
+    pub fn share_chains(
+        &mut self,
+        rig: &Rig,
+        goals: &[Goal],
+        params: &IterationParams,
+    ) -> Result<bool> {
+        if !self.exclusive || !self.second_phase || self.evaluate(params).reached {
+            return Ok(false);
+        }
+        self.exclusive_reached.clear();
+        self.exclusive_reached.resize(goals.len(), false);
+        for g in 0..self.goals.len() {
+            self.exclusive_reached[self.goals[g].index] = self.goal_reached(g, params);
+        }
+        self.exclusive_score = self.evaluate(params).score;
+        self.exclusive_pose.copy_from(&self.pose);
+        let mut start = std::mem::replace(&mut self.shared_start, Pose::rest(0));
+        start.copy_from(&self.pose);
+        start.rotations.copy_from_slice(&self.start_rotations);
+        start.translations.copy_from_slice(&self.start_translations);
+        let shared = IterationParams {
+            exclusive_chains: false,
+            ..*params
+        };
+        let prepared = self.prepare(rig, &start, goals, self.mode, &shared);
+        self.shared_start = start;
+        prepared.map(|()| true)
+    }
+
+    /// Ends the second phase ([`Workspace::share_chains`]): if sharing lost a goal the
+    /// exclusive chains had reached, or came no closer overall, the exclusive pose stands.
+    pub fn keep_priority(&mut self, rig: &Rig, params: &IterationParams) {
+        let lost = (0..self.goals.len())
+            .any(|g| self.exclusive_reached[self.goals[g].index] && !self.goal_reached(g, params));
+        if lost || self.evaluate(params).score >= self.exclusive_score {
+            self.pose.copy_from(&self.exclusive_pose);
+            self.forward_kinematics(rig);
+        }
+    }
+
+    /// [`Workspace::iterate`] with `step` on the solver's `scratch`, then for full-body
+    /// solving the second phase with shared chains ([`Workspace::share_chains`], with an
+    /// iteration cap of its own; `prepare` readies the scratch for the re-prepared goals).
+    /// `used`: iterations an earlier pass of the first phase already ran. Returns the
+    /// iterations run, `used` included.
+    #[allow(clippy::too_many_arguments)]
+    pub fn iterate_full_body<S>(
+        &mut self,
+        rig: &Rig,
+        goals: &[Goal],
+        params: &IterationParams,
+        used: u32,
+        scratch: &mut S,
+        prepare: impl Fn(&mut S, &Workspace, &Rig),
+        mut step: impl FnMut(&mut S, &mut Workspace, &Rig),
+    ) -> Result<u32> {
+        let rest = IterationParams {
+            max_iterations: params.max_iterations.saturating_sub(used),
+            ..*params
+        };
+        let first = used
+            + self
+                .iterate(rig, &rest, |ws, rig| step(scratch, ws, rig))
+                .iterations;
+        if !self.share_chains(rig, goals, params)? {
+            return Ok(first);
+        }
+        prepare(scratch, self, rig);
+        let second = self
+            .iterate(rig, params, |ws, rig| step(scratch, ws, rig))
+            .iterations;
+        self.keep_priority(rig, params);
+        Ok(first + second)
+    }
+
+    /// Runs `step` until the goals are reached, the iteration cap is hit, or progress
+    /// stops. Every step is followed by the orientation and pole passes.
+    pub fn iterate(
+        &mut self,
+        rig: &Rig,
+        params: &IterationParams,
+        mut step: impl FnMut(&mut Workspace, &Rig),
+    ) -> SolveReport {
+        self.straighten_unreachable(rig);
+        let mut eval = self.evaluate(params);
+        let mut iterations = 0;
+        let (mut stalls, mut bumps) = (0, 0);
+        while !eval.reached && iterations < params.max_iterations {
+            step(self, rig);
+            if params.move_root {
+                self.shift_root(rig);
+            }
+            self.after_step(rig);
+            iterations += 1;
+            let next = self.evaluate(params);
+            let progressed = next.score < eval.score * (1.0 - STALL_RATIO);
+            eval = next;
+            if progressed || eval.reached {
+                stalls = 0;
+                continue;
+            }
+            if bumps < MAX_BUMPS && self.bump_colinear(rig) {
+                bumps += 1;
+                eval = self.evaluate(params);
+                continue;
+            }
+            stalls += 1;
+            if stalls >= STALL_PATIENCE {
+                break;
+            }
+        }
+        self.report(eval, iterations)
+    }
+
+    /// Runs the orientation and pole passes once and reports (for one-shot solvers).
+    pub fn finish_one_shot(
+        &mut self,
+        rig: &Rig,
+        params: &IterationParams,
+        out: &mut Pose,
+    ) -> SolveReport {
+        self.after_step(rig);
+        self.finish(rig, params, 1, out)
+    }
+
+    /// Reports on the current pose after `iterations`.
+    pub fn report_now(&self, params: &IterationParams, iterations: u32) -> SolveReport {
+        self.report(self.evaluate(params), iterations)
+    }
+
+    fn report(&self, eval: Evaluation, iterations: u32) -> SolveReport {
+        SolveReport {
+            iterations,
+            residual: eval.residual,
+            rotation_residual: eval.rotation_residual,
+            reached: eval.reached,
+        }
+    }
+
+    /// Hands the working pose back in `out` and reports on that pose as returned: any
+    /// rotation or translation that degenerate geometry (bones of almost no length,
+    /// vanishing scales) left non-finite is replaced by its start value, so no solver ever
+    /// hands back NaN; then forward kinematics runs again over every bone a goal may move
+    /// and the residuals are measured there. Steps refresh frames incrementally and may
+    /// leave some stale; measuring after a full pass means a report never claims more than
+    /// the returned pose achieves.
+    pub fn finish(
+        &mut self,
+        rig: &Rig,
+        params: &IterationParams,
+        iterations: u32,
+        out: &mut Pose,
+    ) -> SolveReport {
+        for (rotation, start) in self.pose.rotations.iter_mut().zip(&self.start_rotations) {
+            if !rotation.is_finite() {
+                *rotation = *start;
+            }
+        }
+        let translations = self.pose.translations.iter_mut();
+        for (translation, start) in translations.zip(&self.start_translations) {
+            if !translation.is_finite() {
+                *translation = *start;
+            }
+        }
+        self.forward_kinematics(rig);
+        out.copy_from(&self.pose);
+        self.report_now(params, iterations)
+    }
+}

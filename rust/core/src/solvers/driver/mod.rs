@@ -1,0 +1,147 @@
+//! Machinery shared by every solver, by concern: [`goals`] (validation, chain roots,
+//! exclusive chains and carriers, Blender's pole pre-rotation), [`workspace`] (the working
+//! pose, its forward kinematics and rotation updates through the joint limits) and
+//! [`iteration`] (residuals, the iteration loop with its cap, tolerance, stall exit and
+//! colinear bump, pole twists, full-body solving's second phase, and the final report).
+
+mod goals;
+mod iteration;
+mod workspace;
+
+use super::{IterationParams, SolveReport};
+use crate::error::{ensure_finite, Result, TendonError};
+use crate::goal::{EffectorPoint, Goal};
+use crate::math::{angle_between, from_to};
+use crate::rig::{Pose, Rig};
+use glam::{Affine3A, Mat3A, Quat, Vec3};
+
+/// Smallest length errors are measured against (a chain of zero-length bones).
+const MIN_LENGTH_SCALE: f32 = 1e-12;
+
+/// How rotation targets are handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GoalMode {
+    /// Position-only solvers (FABRIK, CCD, two-bone): a rotation target fixes the
+    /// effector bone's orientation, and its chain above reaches for the point that
+    /// orientation implies.
+    Positional,
+    /// The Jacobian solvers: rotation targets are rows of the system.
+    Full,
+}
+
+/// A validated goal with everything a solver needs precomputed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PreparedGoal {
+    /// The goal as given (rotation normalised).
+    pub goal: Goal,
+    /// Its position in the caller's goals.
+    pub index: usize,
+    /// The bone whose frame carries the point the solver positions (`None`: nothing moves it).
+    pub owner: Option<usize>,
+    /// That point in the owner's frame.
+    pub local_point: Vec3,
+    /// The goal's effector point (head or tail) in its bone's frame.
+    pub effector_local: Vec3,
+    /// Where the positioned point (`local_point` in `owner`) should go.
+    pub target: Vec3,
+    /// Armature-space rotation imposed on the effector bone after each step (positional mode).
+    pub orientation: Option<Quat>,
+    /// Range in `Workspace::goal_joints` of the bones the goal may turn, nearest first.
+    pub joints: (usize, usize),
+    /// Length of the chain the solver positions (sum of its segments).
+    pub reach: f32,
+    /// Length of the goal's own chain (never zero): position errors are measured against it.
+    pub length_scale: f32,
+    /// Absolute position tolerance for this goal.
+    pub tolerance: f32,
+    /// The nearest bone above the goal's chain that another goal turns (none with
+    /// exclusive chains): turning it carries this goal's chain, so it serves this goal too.
+    pub carrier: Option<usize>,
+    /// The topmost moving bone the goal's point hangs from (its chain's top, or above
+    /// through carriers), and the reach from that bone's head through every moving head
+    /// down to the point: what decides whether the goal is within reach.
+    pub base: usize,
+    pub base_reach: f32,
+}
+
+/// Residuals of the current pose.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Evaluation {
+    pub residual: f32,
+    pub rotation_residual: f32,
+    pub reached: bool,
+    /// Weighted sum of squared relative errors: what the driver watches for progress.
+    pub score: f64,
+}
+
+/// The working state of one solver, reused from solve to solve.
+#[derive(Debug, Clone)]
+pub(crate) struct Workspace {
+    pub pose: Pose,
+    pub world: Vec<Affine3A>,
+    /// Each bone's rest transform times its (fixed) pose translation: the part of its local
+    /// matrix a solve never changes.
+    pub fixed_local: Vec<Affine3A>,
+    /// Rotation part of each bone's armature-space frame (rest and pose rotations only).
+    pub world_rot: Vec<Quat>,
+    pub goals: Vec<PreparedGoal>,
+    pub goal_joints: Vec<usize>,
+    /// Euler angles of limited joints, kept near their previous values between steps.
+    pub euler: Vec<[f32; 3]>,
+    /// Smallest index any goal may move: forward kinematics restarts here.
+    pub first_active: usize,
+    pub mode: GoalMode,
+    /// Whether each goal may move only its own (exclusive) chain.
+    pub exclusive: bool,
+    /// The validated start pose's rotations and translations (fallbacks for `write_pose`).
+    pub start_rotations: Vec<Quat>,
+    pub start_translations: Vec<Vec3>,
+    /// Scratch for exclusive chains: bones an earlier goal's chain moves.
+    claimed: Vec<bool>,
+    /// Scratch for `refresh_path`.
+    path: Vec<usize>,
+    /// Whether any goal may turn each bone.
+    pub moving: Vec<bool>,
+    /// Full-body solving: the pose the exclusive chains reached, and which goals (by the
+    /// caller's index) it reached, while the shared chains try for the rest.
+    exclusive_pose: Pose,
+    exclusive_reached: Vec<bool>,
+    exclusive_score: f64,
+    shared_start: Pose,
+    /// Whether full-body solving may run its second phase (a caller with a reaching
+    /// answer of its own to fall back on turns it off).
+    pub second_phase: bool,
+}
+
+impl Default for Workspace {
+    fn default() -> Self {
+        Workspace {
+            pose: Pose::rest(0),
+            world: Vec::new(),
+            fixed_local: Vec::new(),
+            world_rot: Vec::new(),
+            goals: Vec::new(),
+            goal_joints: Vec::new(),
+            euler: Vec::new(),
+            first_active: 0,
+            mode: GoalMode::Positional,
+            exclusive: false,
+            start_rotations: Vec::new(),
+            start_translations: Vec::new(),
+            claimed: Vec::new(),
+            path: Vec::new(),
+            moving: Vec::new(),
+            exclusive_pose: Pose::rest(0),
+            exclusive_reached: Vec::new(),
+            exclusive_score: 0.0,
+            shared_start: Pose::rest(0),
+            second_phase: true,
+        }
+    }
+}
+
+/// The component of `v` perpendicular to the unit vector `axis`.
+#[inline]
+pub(crate) fn reject(v: Vec3, axis: Vec3) -> Vec3 {
+    v - axis * v.dot(axis)
+}
