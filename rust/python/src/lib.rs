@@ -15,9 +15,9 @@ use pyo3::IntoPyObjectExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use tendon_core::batch::{self, FrameInput};
 use tendon_core::{
-    distribute_scale as core_distribute_scale, AnySolver, EffectorPoint, Goal as CoreGoal,
-    JointLimits, Pose, Rig as CoreRig, RigDesc, RotationMode, ScaleLimits, SolveReport,
-    Solver as _, SolverConfig, SphereCollider, SpringChain, SpringParams,
+    distribute_scale as core_distribute_scale, AnySolver, EffectorPoint, EulerOrder,
+    Goal as CoreGoal, JointLimits, Pose, Rig as CoreRig, RigDesc, RotationMode, ScaleLimits,
+    SolveReport, Solver as _, SolverConfig, SphereCollider, SpringChain, SpringParams,
     SpringSimulation as CoreSpringSimulation, TendonError as CoreError,
 };
 
@@ -1267,6 +1267,27 @@ fn settings_dict<'py>(py: Python<'py>, config: &SolverConfig) -> PyResult<Bound<
     Ok(dict)
 }
 
+/// Blender's six Euler rotation orders ("XYZ", ...), as joint limits and rotation channels
+/// name them, the default first.
+#[pyfunction]
+fn euler_orders() -> Vec<String> {
+    EulerOrder::ALL
+        .iter()
+        .map(|order| {
+            let name = serde_json::to_value(order).expect("an Euler order serialises");
+            name.as_str().expect("as its name").to_owned()
+        })
+        .collect()
+}
+
+/// The limits of a joint nobody limited, as a dict shaped like one bone's entry in the
+/// limits JSON: Euler order, free axes, tension per axis and side, roll.
+#[pyfunction]
+fn default_limits(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    let text = serde_json::to_string(&JointLimits::default()).expect("limits serialise");
+    py.import("json")?.call_method1("loads", (text,))
+}
+
 /// Panics inside the guard, so tests can check a panic arrives as `InternalError`.
 #[pyfunction]
 fn _test_panic() -> PyResult<()> {
@@ -1729,5 +1750,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(matrices_to_transforms, m)?)?;
     m.add_function(wrap_pyfunction!(distribute_scale, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate_fcurve, m)?)?;
+    m.add_function(wrap_pyfunction!(euler_orders, m)?)?;
+    m.add_function(wrap_pyfunction!(default_limits, m)?)?;
     Ok(())
 }
