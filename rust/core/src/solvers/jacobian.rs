@@ -12,10 +12,9 @@ use super::driver::{GoalMode, Workspace};
 use super::{IterationParams, SolveReport, Solver};
 use crate::error::{Result, TendonError};
 use crate::goal::Goal;
-use crate::math::dense::solve_damped_spd;
+use crate::math::dense::DampedSystem;
 use crate::rig::{Pose, Rig};
 use glam::{Quat, Vec3};
-use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 
 /// Damped least squares settings.
@@ -99,8 +98,8 @@ struct Scratch {
     /// The bound at which a degree of freedom is held during this step.
     held: Vec<Option<f32>>,
     image: Vec<f64>,
-    normal: DMatrix<f64>,
-    rhs: DVector<f64>,
+    /// The normal equations `(J J^T + damping^2 I) y = e` of the unheld degrees of freedom.
+    normal: DampedSystem,
     /// The non-zero rows of the column being accumulated.
     nonzero: Vec<usize>,
     saved: Vec<Quat>,
@@ -119,8 +118,7 @@ impl Default for Scratch {
             step: Vec::new(),
             held: Vec::new(),
             image: Vec::new(),
-            normal: DMatrix::zeros(0, 0),
-            rhs: DVector::zeros(0),
+            normal: DampedSystem::default(),
             nonzero: Vec::new(),
             saved: Vec::new(),
             saved_euler: Vec::new(),
@@ -163,12 +161,7 @@ impl Scratch {
         self.image.resize(m, 0.0);
         self.step.resize(n, 0.0);
         self.held.resize(n, None);
-        if self.normal.nrows() != m {
-            self.normal = DMatrix::zeros(m, m);
-        }
-        if self.rhs.len() != m {
-            self.rhs = DVector::zeros(m);
-        }
+        self.normal.resize(m);
         self.saved.resize(rig.len(), Quat::IDENTITY);
         self.saved_euler.resize(rig.len(), [0.0; 3]);
     }
@@ -265,15 +258,15 @@ impl Scratch {
 
     fn solve_unheld(&mut self, ws: &Workspace, damping: f64) -> bool {
         let m = self.rows;
-        self.rhs.as_mut_slice().copy_from_slice(&self.error);
-        self.normal.fill(0.0);
+        self.normal.reset(&self.error);
         for d in 0..self.dofs.len() {
             if let Some(bound) = self.held[d] {
                 let dof = self.dofs[d];
                 let step = (bound - ws.euler[dof.bone][dof.axis]) as f64;
                 self.step[d] = step;
-                for r in 0..m {
-                    self.rhs[r] -= self.jac[d * m + r] * step;
+                let column = &self.jac[d * m..(d + 1) * m];
+                for (rhs, j) in self.normal.rhs_mut().iter_mut().zip(column) {
+                    *rhs -= j * step;
                 }
                 continue;
             }
@@ -285,14 +278,11 @@ impl Scratch {
             for &c in &self.nonzero {
                 let jc = column[c];
                 for &r in &self.nonzero {
-                    self.normal[(r, c)] += column[r] * jc;
+                    self.normal.add(r, c, column[r] * jc);
                 }
             }
         }
-        if !solve_damped_spd(&mut self.normal, damping * damping, &mut self.rhs) {
-            if self.normal.nrows() != m {
-                self.normal = DMatrix::zeros(m, m);
-            }
+        if !self.normal.solve(damping * damping) {
             return false;
         }
         for d in 0..self.dofs.len() {
@@ -300,7 +290,7 @@ impl Scratch {
                 self.step[d] = self
                     .column(d)
                     .iter()
-                    .zip(self.rhs.iter())
+                    .zip(self.normal.solution())
                     .map(|(j, y)| j * y)
                     .sum();
             }
@@ -420,8 +410,8 @@ fn has_rotation(goal: &Goal) -> bool {
     goal.rotation.is_some() && goal.rotation_weight > 0.0
 }
 
-/// Damped least squares (Levenberg-Marquardt when adaptive), solved with nalgebra's
-/// Cholesky on the small `rows x rows` system.
+/// Damped least squares (Levenberg-Marquardt when adaptive), solved by a Cholesky
+/// factorisation of the small `rows x rows` system (`math::dense`).
 #[derive(Debug, Clone, Default)]
 pub struct JacobianDls {
     /// Settings.
