@@ -84,7 +84,7 @@ struct Dof {
 }
 
 /// Memory shared by both Jacobian solvers.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 struct Scratch {
     dofs: Vec<Dof>,
     /// Each degree of freedom's armature-space axis at the current pose.
@@ -104,26 +104,6 @@ struct Scratch {
     nonzero: Vec<usize>,
     saved: Vec<Quat>,
     saved_euler: Vec<[f32; 3]>,
-}
-
-impl Default for Scratch {
-    fn default() -> Self {
-        Scratch {
-            dofs: Vec::new(),
-            axes: Vec::new(),
-            bones: Vec::new(),
-            rows: 0,
-            jac: Vec::new(),
-            error: Vec::new(),
-            step: Vec::new(),
-            held: Vec::new(),
-            image: Vec::new(),
-            normal: DampedSystem::default(),
-            nonzero: Vec::new(),
-            saved: Vec::new(),
-            saved_euler: Vec::new(),
-        }
-    }
 }
 
 impl Scratch {
