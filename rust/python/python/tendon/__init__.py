@@ -16,6 +16,7 @@ Arrays are numpy float32 in the order the rig's bones were given; quaternions ar
 its subclasses, each naming the bone, goal or array at fault.
 """
 
+from . import humanoid
 from ._native import (
     BoneIndexError,
     FramesResult,
@@ -56,6 +57,7 @@ __all__ = [
     "__version__",
     "distribute_scale",
     "evaluate_fcurve",
+    "humanoid",
     "matrices_to_transforms",
     "rotation_channels",
 ]
