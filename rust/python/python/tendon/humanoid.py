@@ -549,6 +549,11 @@ def _by_topology(tree: _Tree, names: Sequence[str]) -> dict[str, str]:
         roles[f"spine.{k}"] = bone
     # Limbs, sides still unknown: "a" and "b".
     limbs: dict[str, dict[str, int]] = {"a": {}, "b": {}}
+    # The arm on the same side as leg "a" goes with it.
+    up = _unit(tree.heads[chest] - tree.heads[hips])
+    across = _reject(tree.heads[legs[1]] - tree.heads[legs[2]], up)
+    if float(np.dot(_reject(tree.heads[arms[1]] - tree.heads[arms[2]], up), across)) < 0:
+        arms = (arms[0], arms[2], arms[1])
     for key, leg, arm in (("a", legs[1], arms[1]), ("b", legs[2], arms[2])):
         found = _limb(tree, leg)
         if found and len(found[0]) >= 2:
@@ -567,10 +572,11 @@ def _by_topology(tree: _Tree, names: Sequence[str]) -> dict[str, str]:
     if others:
         neck_root = max(others, key=lambda c: tree.far(c, tree.heads[chest]))
         path = [neck_root]
+        near = 0.01 * tree.reach(neck_root)
         while tree.children[path[-1]]:
             here = tree.heads[path[-1]]
             # Bones starting at their parent's head (face rigs' roots) end the line.
-            onward = [c for c in tree.children[path[-1]] if np.linalg.norm(tree.heads[c] - here) > 1e-6]
+            onward = [c for c in tree.children[path[-1]] if np.linalg.norm(tree.heads[c] - here) > near]
             if not onward:
                 break
             path.append(max(onward, key=lambda c: tree.far(c, here)))
@@ -610,7 +616,8 @@ def _assign_sides(tree: _Tree, limbs: dict[str, dict[str, int]], hips: int, ches
             length += float(np.linalg.norm(foot))
         if "shin" in limb:
             hip, knee = tree.heads[limb["thigh"]], tree.heads[limb["shin"]]
-            ankle = tree.tails[limb["shin"]]
+            # The foot's head: a BVH shin's tail may sit between its children.
+            ankle = tree.heads[limb["foot"]] if "foot" in limb else tree.tails[limb["shin"]]
             line = _unit(ankle - hip)
             off = _reject(_reject(knee - hip, line), up)
             if np.linalg.norm(off) >= math.sin(math.radians(2.0)) * np.linalg.norm(knee - hip):
@@ -1200,10 +1207,11 @@ def _neutral(
         upper = roles.get(f"{'thigh' if base == 'shin' else 'upper_arm'}.{side}")
         if upper is not None:
             bend = np.cross(geometry.direction(upper), geometry.direction(bone))
-            # A bend of 3 degrees or more shows the hinge: flexion continues it.
+            # A bend of 3 degrees or more shows the hinge: flexion continues it, unless it
+            # bends clearly against the character's forward (a hyperextended rest).
             if np.linalg.norm(bend) >= math.sin(math.radians(3.0)):
                 hinge = _unit(_reject(turn @ _unit(bend), n))
-                x = hinge if float(np.dot(hinge, x)) >= 0 else -hinge
+                x = hinge if float(np.dot(hinge, x)) > -math.cos(math.radians(45.0)) else -hinge
     elif base == "hand":
         knuckles = _knuckle_line(bone, geometry)
         if knuckles is not None:
