@@ -80,8 +80,9 @@ def apply(obj: bpy.types.Object, source: str, recognise: bool) -> Outcome:
     """Recognises the humanoid (the stored, possibly corrected, mapping unless `recognise`),
     writes limits into the pose bones' Tendon settings and stores the mapping. `source`:
     ``'REST'``, ``'POSE'`` (directions and bends read from the current pose) or ``'AUTO'``
-    (the pose only when the rest pose does not stand). Raises TendonUserError (nothing
-    changed) when no humanoid is found."""
+    (the rest pose, with the hinge of an elbow or knee straight in rest read from the
+    current pose; all from the current pose when the rest pose does not stand). Raises
+    TendonUserError (nothing changed) when no humanoid is found."""
     humanoid = bridge.native().humanoid
     names, parents, heads, tails, rest = rest_arrays(obj)
     overrides = None if recognise else stored_roles(obj) or None
@@ -90,9 +91,9 @@ def apply(obj: bpy.types.Object, source: str, recognise: bool) -> Outcome:
     except humanoid.HumanoidError as error:
         raise bridge.TendonUserError(f"Armature '{obj.name}': {error}") from error
     from_pose = source == "POSE" or (source == "AUTO" and not humanoid.standing_rest(found, heads, tails))
-    pose = pose_arrays(obj, names) if from_pose else None
+    pose = pose_arrays(obj, names) if source != "REST" else None
     try:
-        limits = humanoid.human_limits(found, names, heads, tails, rest, pose)
+        limits = humanoid.human_limits(found, names, heads, tails, rest, pose, "all" if from_pose else "hinges")
     except humanoid.HumanoidError as error:
         raise bridge.TendonUserError(f"Armature '{obj.name}': {error}") from error
     settings = obj.tendon
