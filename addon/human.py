@@ -99,8 +99,8 @@ def apply(obj: bpy.types.Object, source: str, recognise: bool) -> Outcome:
     settings = obj.tendon
     # Bones an earlier run limited that no longer play a role get their defaults back.
     for item in settings.human_roles:
-        if item.bone and item.bone not in limits and item.bone in obj.pose.bones:
-            reset(obj.pose.bones[item.bone].tendon)
+        if item.written and item.written not in limits and item.written in obj.pose.bones:
+            reset(obj.pose.bones[item.written].tendon)
     for name, joint in limits.items():
         write(obj.pose.bones[name].tendon, joint)
     settings.human_roles.clear()
@@ -108,6 +108,7 @@ def apply(obj: bpy.types.Object, source: str, recognise: bool) -> Outcome:
     for role in sorted(found.roles, key=lambda r: rank.get(r, len(rank))):
         item = settings.human_roles.add()
         item.role, item.bone, item.how = role, found.roles[role], found.how[role]
+        item.written = found.roles[role] if found.roles[role] in limits else ""
     # Roles dropped by hand stay dropped when the mapping is applied again.
     for role, bone in (overrides or {}).items():
         if not bone and role not in found.roles:
@@ -116,6 +117,7 @@ def apply(obj: bpy.types.Object, source: str, recognise: bool) -> Outcome:
     for name in found.between:
         item = settings.human_roles.add()
         item.role, item.bone, item.how, item.held = "held", name, "between joints", True
+        item.written = name
     settings.active_human_role_index = min(settings.active_human_role_index, max(len(settings.human_roles) - 1, 0))
     outcome = Outcome(
         len(found.roles) - ("hips" in found.roles),
