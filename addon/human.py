@@ -80,8 +80,9 @@ def apply(obj: bpy.types.Object, source: str, recognise: bool) -> Outcome:
     """Recognises the humanoid (the stored, possibly corrected, mapping unless `recognise`),
     writes limits into the pose bones' Tendon settings and stores the mapping. `source`:
     ``'REST'``, ``'POSE'`` (directions and bends read from the current pose) or ``'AUTO'``
-    (the pose only when the rest pose does not stand). Raises TendonUserError (nothing
-    changed) when no humanoid is found."""
+    (the rest pose, with the hinge of an elbow or knee straight in rest read from the
+    current pose; all from the current pose when the rest pose does not stand). Raises
+    TendonUserError (nothing changed) when no humanoid is found."""
     humanoid = bridge.native().humanoid
     names, parents, heads, tails, rest = rest_arrays(obj)
     overrides = None if recognise else stored_roles(obj) or None
@@ -90,16 +91,16 @@ def apply(obj: bpy.types.Object, source: str, recognise: bool) -> Outcome:
     except humanoid.HumanoidError as error:
         raise bridge.TendonUserError(f"Armature '{obj.name}': {error}") from error
     from_pose = source == "POSE" or (source == "AUTO" and not humanoid.standing_rest(found, heads, tails))
-    pose = pose_arrays(obj, names) if from_pose else None
+    pose = pose_arrays(obj, names) if source != "REST" else None
     try:
-        limits = humanoid.human_limits(found, names, heads, tails, rest, pose)
+        limits = humanoid.human_limits(found, names, heads, tails, rest, pose, "all" if from_pose else "hinges")
     except humanoid.HumanoidError as error:
         raise bridge.TendonUserError(f"Armature '{obj.name}': {error}") from error
     settings = obj.tendon
     # Bones an earlier run limited that no longer play a role get their defaults back.
     for item in settings.human_roles:
-        if item.bone and item.bone not in limits and item.bone in obj.pose.bones:
-            reset(obj.pose.bones[item.bone].tendon)
+        if item.written and item.written not in limits and item.written in obj.pose.bones:
+            reset(obj.pose.bones[item.written].tendon)
     for name, joint in limits.items():
         write(obj.pose.bones[name].tendon, joint)
     settings.human_roles.clear()
@@ -107,6 +108,7 @@ def apply(obj: bpy.types.Object, source: str, recognise: bool) -> Outcome:
     for role in sorted(found.roles, key=lambda r: rank.get(r, len(rank))):
         item = settings.human_roles.add()
         item.role, item.bone, item.how = role, found.roles[role], found.how[role]
+        item.written = found.roles[role] if found.roles[role] in limits else ""
     # Roles dropped by hand stay dropped when the mapping is applied again.
     for role, bone in (overrides or {}).items():
         if not bone and role not in found.roles:
@@ -115,6 +117,7 @@ def apply(obj: bpy.types.Object, source: str, recognise: bool) -> Outcome:
     for name in found.between:
         item = settings.human_roles.add()
         item.role, item.bone, item.how, item.held = "held", name, "between joints", True
+        item.written = name
     settings.active_human_role_index = min(settings.active_human_role_index, max(len(settings.human_roles) - 1, 0))
     outcome = Outcome(
         len(found.roles) - ("hips" in found.roles),

@@ -524,7 +524,12 @@ class TENDON_OT_human_limits(Operator):
     source: EnumProperty(
         name="Axes From",
         items=[
-            ("AUTO", "Auto", "The rest pose, or the current pose when the rest pose does not stand"),
+            (
+                "AUTO",
+                "Auto",
+                "The rest pose (an elbow or knee straight in rest takes its hinge from the current pose), "
+                "or the current pose when the rest pose does not stand",
+            ),
             ("REST", "Rest Pose", "Directions and bends of the rest pose"),
             (
                 "POSE",

@@ -151,6 +151,10 @@ class TendonHumanRole(PropertyGroup):
     bone: StringProperty(name="Bone", description="The bone that plays the role (empty: none)")
     how: StringProperty(name="Found By", description="Naming convention, topology, or given by hand")
     held: BoolProperty(name="Held", default=False, description="A bone between two joints, held at rest")
+    written: StringProperty(
+        name="Limited Bone",
+        description="The bone Human Limits last wrote limits to for this entry (reset when it changes)",
+    )
 
 
 class TendonArmatureSettings(PropertyGroup):

@@ -549,6 +549,11 @@ def _by_topology(tree: _Tree, names: Sequence[str]) -> dict[str, str]:
         roles[f"spine.{k}"] = bone
     # Limbs, sides still unknown: "a" and "b".
     limbs: dict[str, dict[str, int]] = {"a": {}, "b": {}}
+    # The arm on the same side as leg "a" goes with it.
+    up = _unit(tree.heads[chest] - tree.heads[hips])
+    across = _reject(tree.heads[legs[1]] - tree.heads[legs[2]], up)
+    if float(np.dot(_reject(tree.heads[arms[1]] - tree.heads[arms[2]], up), across)) < 0:
+        arms = (arms[0], arms[2], arms[1])
     for key, leg, arm in (("a", legs[1], arms[1]), ("b", legs[2], arms[2])):
         found = _limb(tree, leg)
         if found and len(found[0]) >= 2:
@@ -567,10 +572,11 @@ def _by_topology(tree: _Tree, names: Sequence[str]) -> dict[str, str]:
     if others:
         neck_root = max(others, key=lambda c: tree.far(c, tree.heads[chest]))
         path = [neck_root]
+        near = 0.01 * tree.reach(neck_root)
         while tree.children[path[-1]]:
             here = tree.heads[path[-1]]
             # Bones starting at their parent's head (face rigs' roots) end the line.
-            onward = [c for c in tree.children[path[-1]] if np.linalg.norm(tree.heads[c] - here) > 1e-6]
+            onward = [c for c in tree.children[path[-1]] if np.linalg.norm(tree.heads[c] - here) > near]
             if not onward:
                 break
             path.append(max(onward, key=lambda c: tree.far(c, here)))
@@ -610,7 +616,8 @@ def _assign_sides(tree: _Tree, limbs: dict[str, dict[str, int]], hips: int, ches
             length += float(np.linalg.norm(foot))
         if "shin" in limb:
             hip, knee = tree.heads[limb["thigh"]], tree.heads[limb["shin"]]
-            ankle = tree.tails[limb["shin"]]
+            # The foot's head: a BVH shin's tail may sit between its children.
+            ankle = tree.heads[limb["foot"]] if "foot" in limb else tree.tails[limb["shin"]]
             line = _unit(ankle - hip)
             off = _reject(_reject(knee - hip, line), up)
             if np.linalg.norm(off) >= math.sin(math.radians(2.0)) * np.linalg.norm(knee - hip):
@@ -1030,6 +1037,8 @@ class _Geometry:
     frame: _Frame
     rest_frame: _Frame
     parents: list[int]
+    #: Heads, tails and rest-to-pose rotations of a pose read for hinges only, or None.
+    hinge_pose: tuple[FloatArray, FloatArray, FloatArray] | None = None
 
     def direction(self, bone: int) -> FloatArray:
         return _unit(self.tails[bone] - self.heads[bone])
@@ -1045,6 +1054,7 @@ def human_limits(
     tails: npt.ArrayLike,
     rest_matrices: npt.ArrayLike,
     pose_matrices: npt.ArrayLike | None = None,
+    pose_for: str = "all",
 ) -> dict[str, dict[str, Any]]:
     """Anatomical limits per recognised bone, in the native library's JSON form (bone name ->
     ``{"order", "x", "y", "z", "tension", "roll"}``, angles in radians), ready for
@@ -1053,9 +1063,13 @@ def human_limits(
 
     The arrays are the ones `recognize` was given (same bones, same order);
     `rest_matrices` (n, 4, 4) row-major armature-space rest matrices. `pose_matrices`
-    (optional, same form, Blender's ``pose_bone.matrix``): read directions and bends from
-    that pose instead of rest (see the module's docstring); between-bones are then held
-    at that pose."""
+    (optional, same form, Blender's ``pose_bone.matrix``): with `pose_for` ``"all"``,
+    directions and bends are read from that pose instead of rest (see the module's
+    docstring) and between-bones are held at that pose; with ``"hinges"``, everything comes
+    from rest except the hinge of a knee or elbow that is straight in rest (under 3
+    degrees) and bent in the pose (10 degrees or more): its axis is read from the pose."""
+    if pose_for not in ("all", "hinges"):
+        raise HumanoidError(f"pose_for must be 'all' or 'hinges', not {pose_for!r}")
     names = list(names)
     n = len(names)
     if names != humanoid.names:
@@ -1079,10 +1093,16 @@ def human_limits(
         pose_rot = posed @ np.transpose(rest_rot, (0, 2, 1))
         head_geo = pose[:, :3, 3]
         tail_geo = head_geo + posed[:, :, 1] * np.linalg.norm(tail_rest - head_rest, axis=1)[:, None]
+    hinge_pose = None
+    if pose_for == "hinges" and pose_matrices is not None:
+        hinge_pose = (head_geo, tail_geo, pose_rot)
+        pose_rot = np.broadcast_to(np.eye(3), (n, 3, 3))
+        head_geo, tail_geo = head_rest, tail_rest
+        pose_matrices = None
     roles = {role: index[bone] for role, bone in humanoid.roles.items()}
     frame = _character_frame(roles, head_geo, tail_geo)
     rest_frame = _character_frame(roles, head_rest, tail_rest)
-    geometry = _Geometry(head_geo, tail_geo, head_rest, tail_rest, frame, rest_frame, parents)
+    geometry = _Geometry(head_geo, tail_geo, head_rest, tail_rest, frame, rest_frame, parents, hinge_pose)
 
     # Parents first: each bone's turn from where it is (rest or pose) to where it is in the
     # neutral standing pose, and each joint's flexion axis there.
@@ -1200,10 +1220,17 @@ def _neutral(
         upper = roles.get(f"{'thigh' if base == 'shin' else 'upper_arm'}.{side}")
         if upper is not None:
             bend = np.cross(geometry.direction(upper), geometry.direction(bone))
-            # A bend of 3 degrees or more shows the hinge: flexion continues it.
+            # A bend of 3 degrees or more shows the hinge: flexion continues it, unless it
+            # bends clearly against the character's forward (a hyperextended rest).
+            if np.linalg.norm(bend) < math.sin(math.radians(3.0)) and geometry.hinge_pose is not None:
+                # Straight here: a bend in the given pose, carried back by the bone's turn.
+                heads, tails, turns = geometry.hinge_pose
+                posed = np.cross(_unit(tails[upper] - heads[upper]), _unit(tails[bone] - heads[bone]))
+                if np.linalg.norm(posed) >= math.sin(math.radians(10.0)):
+                    bend = turns[bone].T @ posed
             if np.linalg.norm(bend) >= math.sin(math.radians(3.0)):
                 hinge = _unit(_reject(turn @ _unit(bend), n))
-                x = hinge if float(np.dot(hinge, x)) >= 0 else -hinge
+                x = hinge if float(np.dot(hinge, x)) > -math.cos(math.radians(45.0)) else -hinge
     elif base == "hand":
         knuckles = _knuckle_line(bone, geometry)
         if knuckles is not None:
