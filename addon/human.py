@@ -34,9 +34,13 @@ class Outcome:
     convention: str
     from_pose: bool
     notes: list[str]
+    #: Whether hinges straight in rest were read from the current pose (Auto).
+    hinges_from_pose: bool = False
 
     def summary(self) -> str:
         source = "from the current pose" if self.from_pose else "from the rest pose"
+        if self.hinges_from_pose and not self.from_pose:
+            source += ", straight hinges from the current pose"
         return (
             f"Human limits on {self.joints} joints ({self.convention}; axes {source}), "
             f"{self.held} held at rest, {self.unrecognised} bones unrecognised"
@@ -126,6 +130,7 @@ def apply(obj: bpy.types.Object, source: str, recognise: bool) -> Outcome:
         found.convention,
         from_pose,
         list(found.notes),
+        hinges_from_pose=pose is not None,
     )
     settings.human_summary = outcome.summary()
     return outcome

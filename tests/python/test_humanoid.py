@@ -747,3 +747,26 @@ def _descends(parents: list[int], bone: int, ancestor: int) -> bool:
             return True
         bone = parents[bone]
     return False
+
+
+@pytest.mark.parametrize("solver", ["jacobian_dls", "tension"])
+def test_a_native_solve_bends_the_knee_forward_whatever_the_roll(solver: str) -> None:
+    """The native library reads the limits' roll: a foot pulled up towards the hip bends the
+    knee forward (-Y) under bone rolls drawn at random."""
+    names, parents, heads, tails, rest, found, limits = limits_for("Unreal mannequin", roll_seed=8)
+    lengths = np.linalg.norm(tails - heads, axis=1).astype(np.float32)
+    rig = tendon.Rig.from_arrays(names, parents, rest.astype(np.float32), lengths, json.dumps(limits))
+    thigh, shin = names.index("thigh_l"), names.index("calf_l")
+    target = tails[shin] + np.array([0.0, 0.0, 0.3])
+    result = tendon.Solver(solver).solve(rig, [tendon.Goal("calf_l", tuple(target), chain_length=2)])
+    world = rig.forward_kinematics(result.rotations)
+    hip, knee, ankle = (
+        world[thigh, :3, 3],
+        world[shin, :3, 3],
+        world[shin, :3, :3] @ np.array([0.0, lengths[shin], 0.0]),
+    )
+    ankle = ankle + knee
+    assert np.linalg.norm(ankle - target) < 0.01
+    line = ankle - hip
+    offset = (knee - hip) - line * np.dot(knee - hip, line) / np.dot(line, line)
+    assert offset[1] < -0.05, f"knee offset {offset} from the hip-ankle line"
