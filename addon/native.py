@@ -52,7 +52,10 @@ def native_status() -> str:
 SOLVER_TEXT = {
     "fabrik": ("FABRIK", "Forward and backward reaching: fast, exact, natural on long chains"),
     "ccd": ("CCD", "Cyclic coordinate descent: one joint at a time, from the effector up"),
-    "jacobian_dls": ("Jacobian DLS", "Damped least squares: smooth, handles rotation targets and weights"),
+    "jacobian_dls": (
+        "Jacobian DLS",
+        "Damped least squares (the default): smooth, moves as little as needed, handles rotation targets",
+    ),
     "jacobian_transpose": ("Jacobian Transpose", "Gradient steps: simple and slow, for comparison"),
     "two_bone": ("Two Bone", "Closed form for limbs: each effector moves the two bones above it"),
     "tension": ("Tension", "Downhill-simplex minimiser of joint tension within limits (natural poses)"),

@@ -5,10 +5,10 @@ and resetting the pose. Each has a poll that says what is missing, reports, and 
 from typing import Any, ClassVar
 
 import bpy
-from bpy.props import EnumProperty, IntProperty
+from bpy.props import BoolProperty, EnumProperty, IntProperty
 from bpy.types import Context, Operator
 
-from . import bake, solve
+from . import bake, human, solve
 from .native import TendonUserError
 
 #: Blender rotation modes that are Euler orders (every mode but these two).
@@ -514,6 +514,58 @@ class TENDON_OT_bake(Operator):
         return {"FINISHED"}
 
 
+class TENDON_OT_human_limits(Operator):
+    """Recognise the armature's humanoid bones (by the names of common conventions, else by
+    topology) and give them human joint limits and tension. The role mapping is kept: correct
+    it in the list and press again to apply the corrections"""
+
+    bl_idname = "tendon.human_limits"
+    bl_label = "Human Limits"
+    bl_options: ClassVar[set[str]] = {"REGISTER", "UNDO"}
+
+    source: EnumProperty(
+        name="Axes From",
+        items=[
+            (
+                "AUTO",
+                "Auto",
+                "The rest pose (an elbow or knee straight in rest takes its hinge from the current pose), "
+                "or the current pose when the rest pose does not stand",
+            ),
+            ("REST", "Rest Pose", "Directions and bends of the rest pose"),
+            (
+                "POSE",
+                "Current Pose",
+                "Directions and bends of the current pose (choose a frame where the character stands "
+                "with elbows and knees a little bent); limits stay relative to rest",
+            ),
+        ],
+        default="AUTO",
+    )
+    recognise: BoolProperty(
+        name="Recognise Again",
+        default=False,
+        description="Forget the stored (corrected) role mapping and recognise the bones afresh",
+    )
+
+    @classmethod
+    def poll(cls, context: Context) -> bool:
+        return poll_armature(cls, context)
+
+    def execute(self, context: Context) -> set[str]:
+        obj = context.active_object
+        context.view_layer.update()
+        try:
+            outcome = human.apply(obj, self.source, self.recognise)
+        except TendonUserError as problem:
+            self.report({"ERROR"}, str(problem))
+            return {"CANCELLED"}
+        for note in outcome.notes:
+            self.report({"INFO"}, note)
+        self.report({"INFO"}, outcome.summary())
+        return {"FINISHED"}
+
+
 classes = (
     TENDON_OT_solve,
     TENDON_OT_bake,
@@ -524,4 +576,5 @@ classes = (
     TENDON_OT_import_blender_ik,
     TENDON_OT_import_limits,
     TENDON_OT_reset_pose,
+    TENDON_OT_human_limits,
 )

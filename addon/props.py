@@ -145,10 +145,26 @@ TENSION_REFERENCE_ITEMS = [
 ]
 
 
+class TendonHumanRole(PropertyGroup):
+    """One entry of Human Limits' role mapping: which bone plays a humanoid's role (shown
+    and corrected in the Human Limits panel; a held entry is a bone between two joints)."""
+
+    role: StringProperty(name="Role", description="The joint: thigh.L, spine.1, chest, head, ...")
+    bone: StringProperty(name="Bone", description="The bone that plays the role (empty: none)")
+    how: StringProperty(name="Found By", description="Naming convention, topology, or given by hand")
+    held: BoolProperty(name="Held", default=False, description="A bone between two joints, held at rest")
+    written: StringProperty(
+        name="Limited Bone",
+        description="The bone Human Limits last wrote limits to for this entry (reset when it changes)",
+    )
+
+
 class TendonArmatureSettings(PropertyGroup):
     """Solver settings and effectors of one armature."""
 
-    solver: EnumProperty(name="Solver", items=SOLVER_ITEMS, default=SOLVER_ITEMS[0][0], description="The IK solver")
+    # Damped least squares by default: on real motion capture its poses are as close to the
+    # actor's as Blender's own IK, FABRIK's twice as far (README, "Natural poses").
+    solver: EnumProperty(name="Solver", items=SOLVER_ITEMS, default="JACOBIAN_DLS", description="The IK solver")
     iterations: IntProperty(
         name="Iterations",
         default=0,
@@ -208,6 +224,9 @@ class TendonArmatureSettings(PropertyGroup):
         update=live_changed,
     )
     status: StringProperty(name="Status", description="What the last solve did", options={"SKIP_SAVE"})
+    human_roles: CollectionProperty(type=TendonHumanRole, name="Human Roles")
+    active_human_role_index: IntProperty(name="Active Human Role", default=0, min=0)
+    human_summary: StringProperty(name="Human Limits", description="What Human Limits last recognised")
 
 
 def axis_properties() -> dict[str, Any]:
@@ -262,13 +281,22 @@ class TendonBoneLimits(PropertyGroup):
     """Joint limits of one pose bone, on Euler angles of its rotation relative to rest."""
 
     euler_order: EnumProperty(name="Euler Order", items=EULER_ITEMS, default=EULER_ITEMS[0][0], update=limits_changed)
+    limit_roll: FloatProperty(
+        name="Axis Roll",
+        default=float(native.default_limits().get("roll", 0.0)),
+        subtype="ANGLE",
+        description="The limit axes are the bone's own, turned about its Y axis by this angle "
+        "(Human Limits sets it from the bone's geometry, so the rig's bone roll does not matter)",
+        update=limits_changed,
+    )
+    # Scale limits are read at each solve (not part of the native rig): no update callback.
     use_scale_limit: BoolProperty(name="Limit Scale", description="Limit the scale scale targets give this bone")
     scale_min: FloatVectorProperty(name="Min Scale", size=3, default=(0.5, 0.5, 0.5), min=1e-3, soft_max=10.0)
     scale_max: FloatVectorProperty(name="Max Scale", size=3, default=(2.0, 2.0, 2.0), min=1e-3, soft_max=10.0)
     __annotations__.update(axis_properties())
 
 
-classes = (TendonEffector, TendonSpring, TendonArmatureSettings, TendonBoneLimits)
+classes = (TendonEffector, TendonSpring, TendonHumanRole, TendonArmatureSettings, TendonBoneLimits)
 
 
 def register() -> None:

@@ -141,6 +141,8 @@ def limits_json(obj: bpy.types.Object, with_tension: bool) -> str | None:
             axes["tension"] = tension
         if axes or settings.euler_order != default_order:
             limits[pose_bone.name] = {"order": settings.euler_order, **axes}
+            if settings.limit_roll:
+                limits[pose_bone.name]["roll"] = settings.limit_roll
     return json.dumps(limits, sort_keys=True) if limits else None
 
 

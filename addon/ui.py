@@ -199,6 +199,7 @@ class TENDON_PT_limits(TendonPanel, Panel):
         limits = pose_bone.tendon
         layout.label(text=pose_bone.name, icon="BONE_DATA")
         layout.prop(limits, "euler_order")
+        layout.prop(limits, "limit_roll")
         row = layout.row()
         row.prop(limits, "use_scale_limit")
         if limits.use_scale_limit:
@@ -225,6 +226,59 @@ class TENDON_PT_limits(TendonPanel, Panel):
                 column.prop(limits, f"rigidity_{sign}_{axis}", text=f"{sign[:3].title()} Rigidity")
 
 
+class TENDON_UL_human_roles(UIList):
+    """A role of Human Limits' mapping and its bone, editable (held bones are listed only)."""
+
+    def draw_item(
+        self,
+        context: Context,
+        layout: bpy.types.UILayout,
+        _data: Any,
+        item: Any,
+        _icon: int,
+        _active_data: Any,
+        _active_property: str,
+        _index: int = 0,
+        _flt_flag: int = 0,
+    ) -> None:
+        row = layout.row(align=True)
+        split = row.split(factor=0.35)
+        split.label(text=item.role if not item.held else "held at rest")
+        obj = context.active_object
+        if item.held or obj is None or obj.type != "ARMATURE":
+            split.label(text=item.bone, icon="LOCKED" if item.held else "BONE_DATA")
+        else:
+            split.prop_search(item, "bone", obj.data, "bones", text="")
+
+
+class TENDON_PT_human(TendonPanel, Panel):
+    bl_label = "Human Limits"
+    bl_parent_id = "TENDON_PT_main"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    @classmethod
+    def poll(cls, context: Context) -> bool:
+        return armature_or_reason(context)[1] is None
+
+    def draw(self, context: Context) -> None:
+        layout = self.layout
+        settings = context.active_object.tendon
+        row = layout.row(align=True)
+        row.scale_y = 1.2
+        row.operator("tendon.human_limits", icon="ARMATURE_DATA")
+        if settings.human_roles:
+            row.operator("tendon.human_limits", text="", icon="FILE_REFRESH").recognise = True
+        if settings.human_summary:
+            layout.label(text=settings.human_summary)
+        if not settings.human_roles:
+            layout.label(text="Recognises the humanoid and limits its joints", icon="INFO")
+            return
+        layout.template_list(
+            "TENDON_UL_human_roles", "", settings, "human_roles", settings, "active_human_role_index", rows=6
+        )
+        layout.label(text="Correct a bone, then press Human Limits again", icon="INFO")
+
+
 classes = (
     TENDON_UL_effectors,
     TENDON_UL_springs,
@@ -232,4 +286,6 @@ classes = (
     TENDON_PT_effectors,
     TENDON_PT_springs,
     TENDON_PT_limits,
+    TENDON_UL_human_roles,
+    TENDON_PT_human,
 )

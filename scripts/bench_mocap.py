@@ -173,7 +173,7 @@ CONFIGS = [
     # What solving adds: the start pose, unsolved (warm: the same as cold).
     Config("start pose, not solved", UNSOLVED),
     Config("Blender Standard IK", BLENDER),
-    Config("FABRIK (add-on default)", "FABRIK"),
+    Config("FABRIK", "FABRIK"),
     Config("CCD", "CCD"),
     Config("JACOBIAN_DLS", "JACOBIAN_DLS"),
     Config("JACOBIAN_TRANSPOSE", "JACOBIAN_TRANSPOSE"),

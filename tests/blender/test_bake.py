@@ -268,9 +268,10 @@ def test_the_zip_holds_the_native_wheel() -> None:
 
 
 def test_keys_for_the_cross_version_check(tmp_path: Path) -> None:
-    """Writes this Blender's bake of a fixed scene to out/; scripts/test compares the files
-    of every tested version."""
-    obj, _target = animated_chain("ZXY")
+    """Writes this Blender's bake of a fixed scene to out/ (scripts/test compares the files
+    of every tested version), after checking the keys: every channel keyed on each baked
+    frame and no other, and the action, played in Blender, puts the tail on the target."""
+    obj, target = animated_chain("ZXY")
     assert bpy.ops.tendon.bake(frame_start=1, frame_end=20) == {"FINISHED"}
     # The group is part of a channel's name: versions group F-curves through different calls.
     keys = {
@@ -279,61 +280,90 @@ def test_keys_for_the_cross_version_check(tmp_path: Path) -> None:
         ).tolist()
         for fcurve in keys_module().fcurves_of(obj)
     }
+    channels = {(f'pose.bones["{bone}"].rotation_euler', index) for bone in CHAIN for index in range(3)}
+    assert {(fcurve.data_path, fcurve.array_index) for fcurve in keys_module().fcurves_of(obj)} == channels
+    for channel, channel_keys in keys.items():
+        assert [frame for frame, _ in channel_keys] == [float(f) for f in FRAMES], channel
+    # Blender's evaluated pose on each baked frame: the keys' values, and the tail on the
+    # target (whose own keys lie on frames 1, 10 and 20; the bake sampled its curve between).
+    for frame in FRAMES:
+        bpy.context.scene.frame_set(frame)
+        for bone in CHAIN:
+            path = f'pose.bones["{bone}"].rotation_euler'
+            keyed = [keys_of(obj, path, index)[frame - 1, 1] for index in range(3)]
+            assert tuple(obj.pose.bones[bone].rotation_euler) == pytest.approx(keyed, abs=1e-6), (bone, frame)
+        assert (rigs.tail_world(obj, "b3") - target.matrix_world.translation).length < 1e-4, frame
     version = ".".join(map(str, bpy.app.version[:2]))
     out = ROOT / "out"
     out.mkdir(exist_ok=True)
     (out / f"bake-keys-{version}.json").write_text(json.dumps(keys, sort_keys=True))
-    assert len(keys) == 12
 
 
-def test_spring_chain_swings_and_settles_as_simulated() -> None:
-    obj = rigs.chain(6, bend=0.05)
+SPRING = ("b3", "b4", "b5")
+
+
+def baked_spring_chain(fps: int, seconds: float) -> np.ndarray:
+    """Bakes a six-bone chain lying along +Y whose root swings about Z for 1.5 s and then
+    holds still, its last three bones a free spring chain (no stiffness), at `fps` for
+    `seconds`; returns the world positions (frames, 4, 3) of the spring chain's joints (b3's
+    head, then each bone's tail) in Blender's evaluated pose of the baked action."""
+    scene = bpy.context.scene
+    scene.render.fps, scene.render.fps_base = fps, 1.0
+    obj = rigs.chain(6, name=f"Chain{fps}", bend=0.05)
     root = obj.pose.bones["b0"]
-    for frame, angle in ((1, 0.0), (12, 0.6), (24, -0.6), (36, 0.0)):
+    for time, angle in ((0.0, 0.0), (0.5, 0.6), (1.0, -0.6), (1.5, 0.0)):
         root.rotation_quaternion = (np.cos(angle / 2), 0.0, 0.0, np.sin(angle / 2))
-        root.keyframe_insert("rotation_quaternion", frame=frame)
+        root.keyframe_insert("rotation_quaternion", frame=1 + time * fps)
     rigs.activate(obj)
     obj.data.bones.active = obj.data.bones["b5"]
     assert bpy.ops.tendon.add_spring(chain_length=3) == {"FINISHED"}
     spring = obj.tendon.springs[0]
-    spring.damping, spring.stiffness = 1.0, 3.0
-    # What the native simulation gives for the animated poses (the bake must match it).
-    scene = bpy.context.scene
-    n = len(obj.pose.bones)
-    basis = np.empty((48, n * 16), np.float32)
-    for t, frame in enumerate(range(1, 49)):
-        scene.frame_set(frame)
-        obj.pose.bones.foreach_get("matrix_basis", basis[t])
-    rig = addon_module("rig").read_rig(obj).rig
-    rotations, translations, scales = bake_module_native().matrices_to_transforms(
-        basis.reshape(48 * n, 4, 4), column_major=True
-    )
-    simulation = bake_module_native().SpringSimulation(
-        rig, [("b5", 3, [1.0] * 3)], gravity=(0.0, 0.0, -9.81), damping=1.0, stiffness=3.0
-    )
-    expected = simulation.simulate(
-        rotations.reshape(48, n, 4), 1 / 24, translations.reshape(48, n, 3), scales.reshape(48, n, 3)
-    )
-    scene.frame_set(1)
-    assert bpy.ops.tendon.bake(frame_start=1, frame_end=48) == {"FINISHED"}
+    spring.damping, spring.stiffness = 2.0, 0.0
+    last = 1 + round(seconds * fps)
+    assert bpy.ops.tendon.bake(frame_start=1, frame_end=last) == {"FINISHED"}
     assert "of 3 bone(s)" in obj.tendon.status
-    for k, bone in enumerate(("b3", "b4", "b5")):
-        got = quaternion_keys(obj, bone)
-        assert got.shape == (48, 4)
-        assert np.abs(got - expected[:, 3 + k]).max() < 1e-4, bone
-    # b0's own animation is kept as it was (four keys); the tail starts on its animated
-    # pose (the simulation restarts at the first baked frame) and then moves on its own.
+    # b0's own animation is kept as it was (four keys); the spring chain is keyed per frame.
     assert len(keys_of(obj, 'pose.bones["b0"].rotation_quaternion', 0)) == 4
-    first = np.stack([quaternion_keys(obj, b)[0] for b in ("b3", "b4", "b5")])
-    np.testing.assert_allclose(first, np.tile([1.0, 0.0, 0.0, 0.0], (3, 1)), atol=1e-6)
-    last = np.stack([quaternion_keys(obj, b)[-1] for b in ("b3", "b4", "b5")])
-    assert np.abs(last - first).max() > 0.05
+    assert all(len(quaternion_keys(obj, bone)) == last for bone in SPRING)
+    joints = []
+    for frame in range(1, last + 1):
+        scene.frame_set(frame)
+        joints.append([rigs.head_world(obj, "b3"), *(rigs.tail_world(obj, bone) for bone in SPRING)])
+    return np.array(joints, np.float64)
 
 
-def bake_module_native() -> object:
-    import tendon
-
-    return tendon
+def test_spring_chain_falls_swings_settles_hanging_and_ignores_the_frame_rate() -> None:
+    """The baked spring chain against physics rather than against the simulation the bake
+    runs: bones keep their lengths, the swing dies out, gravity leaves the free chain
+    hanging straight down, and the motion is the same at 24 and 60 frames per second."""
+    seconds = 10
+    at24 = baked_spring_chain(24, seconds)
+    lengths = np.linalg.norm(np.diff(at24, axis=1), axis=2)
+    np.testing.assert_allclose(lengths, np.ones_like(lengths), atol=1e-4)
+    # The simulation starts from the animated pose: the chain lies out along +Y, bent up.
+    assert np.all(np.diff(at24[0, :, 1]) > 0.9) and np.all(np.diff(at24[0, :, 2]) > 0.0)
+    # Hanging means each joint 1, 2 and 3 bone lengths straight below b3's head.
+    hanging = at24[:, :1] - np.outer([0.0, 1.0, 2.0, 3.0], [0.0, 0.0, 1.0])
+    # After the root stops (1.5 s) the swing dies out: the tip's largest distance from
+    # hanging shrinks second by second, and two seconds of damping 2 per second take it to
+    # well under half (a damped pendulum's amplitude falls as exp(-damping t / 2): 0.14).
+    away = np.linalg.norm(at24[:, -1] - hanging[:, -1], axis=1)
+    per_second = np.array([away[24 * s : 24 * (s + 1)].max() for s in range(2, seconds)])
+    print(f"the tip's largest distance from hanging in seconds 2 to {seconds - 1}: {np.round(per_second, 4)}")
+    assert per_second[0] > 1.0, "the chain hardly swung"
+    assert (per_second[1:] < per_second[:-1]).all(), per_second
+    assert (per_second[2:] < 0.35 * per_second[:-2]).all(), per_second
+    # Settled, it hangs straight down.
+    np.testing.assert_allclose(at24[-1], hanging[-1], atol=2e-3)
+    # The same motion at 60 frames per second, compared every half second: within 3% of
+    # the chain's length while it swings (the root's motion is sampled differently), and
+    # within 5 mm once it has settled.
+    at60 = baked_spring_chain(60, seconds)
+    times = np.arange(0.0, seconds + 1e-9, 0.5)
+    gap = np.linalg.norm(at24[np.round(times * 24).astype(int)] - at60[np.round(times * 60).astype(int)], axis=2)
+    gap = gap.max(axis=1)
+    print(f"the largest gap between 24 and 60 fps: {gap.max():.4f} at {times[gap.argmax()]} s")
+    assert gap.max() < 0.09 and gap[times >= 5.0].max() < 5e-3, np.round(gap, 4)
 
 
 def test_scale_target_scales_the_chain_before_reaching() -> None:

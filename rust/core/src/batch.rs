@@ -24,7 +24,20 @@
 //!     }
 //! }
 //!
-//! let rig = tendon_core::fixtures::bent_chain(3, 7);
+//! // Three bones along +Y, each bent a little at its head.
+//! let bent = |y: f32| Transform {
+//!     translation: Vec3::new(0.0, y, 0.0),
+//!     rotation: glam::Quat::from_rotation_x(0.2),
+//!     scale: Vec3::ONE,
+//! };
+//! let rig = RigDesc {
+//!     bones: vec![
+//!         BoneDesc::new("upper", None, Transform::IDENTITY, 1.0),
+//!         BoneDesc::new("lower", Some("upper"), bent(1.0), 1.0),
+//!         BoneDesc::new("hand", Some("lower"), bent(1.0), 0.5),
+//!     ],
+//! }
+//! .build()?;
 //! let rest = Pose::rest(3);
 //! let tail = rig.head_tail(&rig.world_matrices(&rest)[2], 2).1;
 //! let mut goals = [Goal::new(2, tail)];

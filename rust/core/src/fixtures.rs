@@ -1,5 +1,7 @@
 //! Reproducible rigs, poses and targets for tests, benchmarks and demos, shared by the
-//! Rust and Python test suites so both measure the same cases.
+//! Rust and Python test suites so both measure the same cases, and the fuzz targets' byte
+//! decoding. Built only with the `fixtures` feature (this crate's tests, benchmarks and
+//! examples, and `fuzz/`): not part of the public library.
 
 use crate::math::EulerOrder;
 use crate::rig::{

@@ -40,6 +40,7 @@
 
 pub mod batch;
 pub mod error;
+#[cfg(feature = "fixtures")]
 pub mod fixtures;
 pub mod math;
 pub mod rig;

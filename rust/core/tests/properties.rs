@@ -79,8 +79,9 @@ fn rig_specs() -> impl Strategy<Value = Vec<BoneSpec>> {
         })
 }
 
-fn describe(specs: &[BoneSpec]) -> (RigDesc, bool) {
-    let mut invalid = false;
+/// The rig description, and the name of the bone whose x range is reversed (if any).
+fn describe(specs: &[BoneSpec]) -> (RigDesc, Option<String>) {
+    let mut invalid = None;
     let bones = specs
         .iter()
         .enumerate()
@@ -102,7 +103,9 @@ fn describe(specs: &[BoneSpec]) -> (RigDesc, bool) {
                     (true, _) => AxisLimit::Locked,
                     (false, None) => AxisLimit::Free,
                     (false, Some((min, max))) => {
-                        invalid |= min > max;
+                        if min > max {
+                            invalid.get_or_insert_with(|| format!("b{i}"));
+                        }
                         AxisLimit::Range { min, max }
                     }
                 };
@@ -159,13 +162,21 @@ proptest! {
         let rig = match desc.build() {
             Ok(rig) => rig,
             Err(error) => {
-                // Only reversed ranges make this description invalid; the error names a bone.
-                prop_assert!(invalid_limits, "valid rig refused: {error}");
-                prop_assert!(error.to_string().contains('b'), "{error}");
+                // Only a reversed range makes this description invalid; the error names its
+                // bone and axis.
+                let Some(victim) = &invalid_limits else {
+                    return Err(TestCaseError::fail(format!("valid rig refused: {error}")));
+                };
+                prop_assert!(
+                    matches!(&error, TendonError::InvalidLimit { bone, axis: 'x', .. } if bone == victim),
+                    "{error}"
+                );
+                let named = format!("invalid x limit on bone '{victim}': min 1 is greater than max -1");
+                prop_assert_eq!(error.to_string(), named);
                 return Ok(());
             }
         };
-        prop_assert!(!invalid_limits, "reversed limits accepted");
+        prop_assert!(invalid_limits.is_none(), "reversed limits accepted");
         let n = rig.len();
         let world = rig.world_matrices(&Pose::rest(n));
         let mut bad_goal = false;

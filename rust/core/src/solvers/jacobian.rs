@@ -12,10 +12,9 @@ use super::driver::{GoalMode, Workspace};
 use super::{IterationParams, SolveReport, Solver};
 use crate::error::{Result, TendonError};
 use crate::goal::Goal;
-use crate::math::dense::solve_damped_spd;
+use crate::math::dense::DampedSystem;
 use crate::rig::{Pose, Rig};
 use glam::{Quat, Vec3};
-use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 
 /// Damped least squares settings.
@@ -85,7 +84,7 @@ struct Dof {
 }
 
 /// Memory shared by both Jacobian solvers.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 struct Scratch {
     dofs: Vec<Dof>,
     /// Each degree of freedom's armature-space axis at the current pose.
@@ -99,33 +98,12 @@ struct Scratch {
     /// The bound at which a degree of freedom is held during this step.
     held: Vec<Option<f32>>,
     image: Vec<f64>,
-    normal: DMatrix<f64>,
-    rhs: DVector<f64>,
+    /// The normal equations `(J J^T + damping^2 I) y = e` of the unheld degrees of freedom.
+    normal: DampedSystem,
     /// The non-zero rows of the column being accumulated.
     nonzero: Vec<usize>,
     saved: Vec<Quat>,
     saved_euler: Vec<[f32; 3]>,
-}
-
-impl Default for Scratch {
-    fn default() -> Self {
-        Scratch {
-            dofs: Vec::new(),
-            axes: Vec::new(),
-            bones: Vec::new(),
-            rows: 0,
-            jac: Vec::new(),
-            error: Vec::new(),
-            step: Vec::new(),
-            held: Vec::new(),
-            image: Vec::new(),
-            normal: DMatrix::zeros(0, 0),
-            rhs: DVector::zeros(0),
-            nonzero: Vec::new(),
-            saved: Vec::new(),
-            saved_euler: Vec::new(),
-        }
-    }
 }
 
 impl Scratch {
@@ -163,12 +141,7 @@ impl Scratch {
         self.image.resize(m, 0.0);
         self.step.resize(n, 0.0);
         self.held.resize(n, None);
-        if self.normal.nrows() != m {
-            self.normal = DMatrix::zeros(m, m);
-        }
-        if self.rhs.len() != m {
-            self.rhs = DVector::zeros(m);
-        }
+        self.normal.resize(m);
         self.saved.resize(rig.len(), Quat::IDENTITY);
         self.saved_euler.resize(rig.len(), [0.0; 3]);
     }
@@ -265,15 +238,15 @@ impl Scratch {
 
     fn solve_unheld(&mut self, ws: &Workspace, damping: f64) -> bool {
         let m = self.rows;
-        self.rhs.as_mut_slice().copy_from_slice(&self.error);
-        self.normal.fill(0.0);
+        self.normal.reset(&self.error);
         for d in 0..self.dofs.len() {
             if let Some(bound) = self.held[d] {
                 let dof = self.dofs[d];
                 let step = (bound - ws.euler[dof.bone][dof.axis]) as f64;
                 self.step[d] = step;
-                for r in 0..m {
-                    self.rhs[r] -= self.jac[d * m + r] * step;
+                let column = &self.jac[d * m..(d + 1) * m];
+                for (rhs, j) in self.normal.rhs_mut().iter_mut().zip(column) {
+                    *rhs -= j * step;
                 }
                 continue;
             }
@@ -285,14 +258,11 @@ impl Scratch {
             for &c in &self.nonzero {
                 let jc = column[c];
                 for &r in &self.nonzero {
-                    self.normal[(r, c)] += column[r] * jc;
+                    self.normal.add(r, c, column[r] * jc);
                 }
             }
         }
-        if !solve_damped_spd(&mut self.normal, damping * damping, &mut self.rhs) {
-            if self.normal.nrows() != m {
-                self.normal = DMatrix::zeros(m, m);
-            }
+        if !self.normal.solve(damping * damping) {
             return false;
         }
         for d in 0..self.dofs.len() {
@@ -300,7 +270,7 @@ impl Scratch {
                 self.step[d] = self
                     .column(d)
                     .iter()
-                    .zip(self.rhs.iter())
+                    .zip(self.normal.solution())
                     .map(|(j, y)| j * y)
                     .sum();
             }
@@ -420,8 +390,8 @@ fn has_rotation(goal: &Goal) -> bool {
     goal.rotation.is_some() && goal.rotation_weight > 0.0
 }
 
-/// Damped least squares (Levenberg-Marquardt when adaptive), solved with nalgebra's
-/// Cholesky on the small `rows x rows` system.
+/// Damped least squares (Levenberg-Marquardt when adaptive), solved by a Cholesky
+/// factorisation of the small `rows x rows` system (`math::dense`).
 #[derive(Debug, Clone, Default)]
 pub struct JacobianDls {
     /// Settings.

@@ -84,7 +84,7 @@ impl Default for TensionParams {
                 max_iterations: 200,
                 ..IterationParams::default()
             },
-            max_evaluations: 3000,
+            max_evaluations: 800,
             restarts: 1,
             reach_weight: 1e3,
             start: TensionStart::default(),
@@ -93,6 +93,9 @@ impl Default for TensionParams {
         }
     }
 }
+
+/// Fewest simplex evaluations a group gets, however small its share.
+const MIN_GROUP_EVALUATIONS: u32 = 300;
 
 /// One degree of freedom: an unlocked Euler axis of a joint, or an axis of the root's
 /// translation (with `move_root`).
@@ -104,6 +107,19 @@ struct Dof {
     /// The range, or None when free.
     range: Option<(f32, f32)>,
     translation: bool,
+}
+
+/// Goals that share no moving joint with other goals, and what minimising them alone needs:
+/// ranges into the minimiser's goal, degree-of-freedom, joint and refresh lists. Separate
+/// limbs are separate groups; chains up a shared spine are one. Each group is a simplex of
+/// its own: a few dimensions converge in far fewer evaluations than all of them at once,
+/// and an evaluation refreshes only the group's bones.
+#[derive(Debug, Clone)]
+struct Group {
+    goals: std::ops::Range<usize>,
+    dofs: std::ops::Range<usize>,
+    joints: std::ops::Range<usize>,
+    refresh: std::ops::Range<usize>,
 }
 
 /// The tension minimiser (see the module documentation).
@@ -121,8 +137,16 @@ pub struct TensionMinimizer {
     /// The stored pose of [`TensionReference::Pose`].
     reference_pose: Option<Pose>,
     /// The bones whose frames an evaluation refreshes, parents first: every goal's chain
-    /// down to its effector bone.
+    /// down to its effector bone (each group's bones together).
     refresh: Vec<usize>,
+    /// The independent parts of the problem, each minimised on its own (see [`Group`]).
+    groups: Vec<Group>,
+    /// The goals of each group, together.
+    group_goals: Vec<usize>,
+    /// Scratch for grouping: each goal's representative, and the goal that first claimed
+    /// each moving bone above its effector.
+    leader: Vec<usize>,
+    claimed: Vec<usize>,
     x: Vec<f32>,
     steps: Vec<f32>,
     first: Pose,
@@ -152,6 +176,10 @@ impl TensionMinimizer {
             reference_inverse: Vec::new(),
             reference_pose: None,
             refresh: Vec::new(),
+            groups: Vec::new(),
+            group_goals: Vec::new(),
+            leader: Vec::new(),
+            claimed: Vec::new(),
             x: Vec::new(),
             steps: Vec::new(),
             first: Pose::rest(0),
@@ -302,48 +330,53 @@ impl Solver for TensionMinimizer {
             size_tolerance: 1e-2,
             value_tolerance: 1e-4,
         };
-        let (ws, dofs, joints, refresh) =
-            (&mut self.ws, &self.dofs, &mut self.joints, &self.refresh);
-        let references = &self.reference_inverse;
         let reach_weight = params.reach_weight as f64;
-        let iteration = params.iteration;
-        let report = self.simplex.minimize(
-            |x| {
+        let total_dofs = self.dofs.len().max(1);
+        let mut evaluations = 0;
+        for group in &self.groups {
+            let (dofs, goals, refresh) = (
+                &self.dofs[group.dofs.clone()],
+                &self.group_goals[group.goals.clone()],
+                &self.refresh[group.refresh.clone()],
+            );
+            let (ws, joints, references) =
+                (&mut self.ws, &mut self.joints, &self.reference_inverse);
+            let joint_range = group.joints.clone();
+            // The evaluations shared out by degrees of freedom, enough for a small group.
+            let share = (params.max_evaluations as usize * dofs.len() / total_dofs) as u32;
+            let group_params = SimplexParams {
+                max_evaluations: share.max(MIN_GROUP_EVALUATIONS.min(params.max_evaluations)),
+                ..simplex_params
+            };
+            let mut evaluate = |x: &[f32]| {
                 objective(
                     ws,
                     rig,
                     dofs,
                     joints,
+                    joint_range.clone(),
                     references,
                     refresh,
+                    goals,
                     x,
                     reach_weight,
-                    &iteration,
                 )
-            },
-            &mut self.x,
-            &self.steps,
-            &simplex_params,
-        );
-        // Leave the workspace at the best point (the last evaluation may be another).
-        objective(
-            &mut self.ws,
-            rig,
-            &self.dofs,
-            &mut self.joints,
-            &self.reference_inverse,
-            &self.refresh,
-            &self.x,
-            reach_weight,
-            &iteration,
-        );
+            };
+            let x = &mut self.x[group.dofs.clone()];
+            let report = self.simplex.minimize(
+                &mut evaluate,
+                x,
+                &self.steps[group.dofs.clone()],
+                &group_params,
+            );
+            // Leave the workspace at the best point (the last evaluation may be another).
+            evaluate(x);
+            evaluations += report.evaluations;
+        }
         // Also refreshes the bones below the chains, which the search left stale.
-        let result = self.ws.finish(
-            rig,
-            &params.iteration,
-            report.evaluations,
-            &mut self.relaxed,
-        );
+        let result = self
+            .ws
+            .finish(rig, &params.iteration, evaluations, &mut self.relaxed);
         if params.polish && !result.reached {
             self.dls.params = JacobianDlsParams {
                 iteration: params.iteration,
@@ -374,91 +407,182 @@ impl Solver for TensionMinimizer {
 }
 
 impl TensionMinimizer {
-    /// The degrees of freedom of every joint a goal may move, their start values and the
-    /// simplex's initial steps (a quarter of a range, half a radian when free).
+    /// Splits the goals into groups that share no moving joint (one group when the root
+    /// translates: that moves every goal), ordered by group in `group_goals`.
+    fn group_goals(&mut self, rig: &Rig) {
+        const NONE: usize = usize::MAX;
+        let count = self.ws.goals.len();
+        self.leader.clear();
+        self.leader.extend(0..count);
+        self.claimed.clear();
+        self.claimed.resize(rig.len(), NONE);
+        fn find(leader: &mut [usize], mut g: usize) -> usize {
+            while leader[g] != g {
+                leader[g] = leader[leader[g]];
+                g = leader[g];
+            }
+            g
+        }
+        for g in 0..count {
+            if self.params.iteration.move_root {
+                self.leader[g] = 0;
+                continue;
+            }
+            // Every moving bone above the effector moves it: goals that share one interact.
+            let mut bone = Some(self.ws.goals[g].goal.bone);
+            while let Some(b) = bone {
+                if self.ws.moving[b] {
+                    match self.claimed[b] {
+                        NONE => self.claimed[b] = g,
+                        other => {
+                            let (a, c) = (find(&mut self.leader, g), find(&mut self.leader, other));
+                            self.leader[a.max(c)] = a.min(c);
+                        }
+                    }
+                }
+                bone = rig.parent(b);
+            }
+        }
+        for g in 0..count {
+            let root = find(&mut self.leader, g);
+            self.leader[g] = root;
+        }
+        self.group_goals.clear();
+        self.group_goals.extend(0..count);
+        let leader = &self.leader;
+        self.group_goals.sort_by_key(|&g| (leader[g], g));
+    }
+
+    /// The groups of goals ([`Group`]), and for each the degrees of freedom of every joint
+    /// its goals may move, their start values, the simplex's initial steps (a quarter of a
+    /// range, half a radian when free) and the bones an evaluation refreshes.
     fn collect_dofs(&mut self, rig: &Rig) {
         self.dofs.clear();
         self.joints.clear();
         self.x.clear();
         self.steps.clear();
         self.refresh.clear();
+        self.groups.clear();
+        self.group_goals(rig);
         let move_root = self.params.iteration.move_root;
-        for g in 0..self.ws.goals.len() {
-            let effector = self.ws.goals[g].goal.bone;
-            let top = match move_root {
-                // The root's translation moves every goal: refresh from the root.
-                true => self.ws.root_of_goals(rig),
-                false => self.ws.joints(g).last().copied().unwrap_or(effector),
-            };
-            // From the effector up to the chain's top: all the goal's error depends on.
-            let mut bone = effector;
-            loop {
-                self.refresh.push(bone);
-                if bone == top {
-                    break;
-                }
-                match rig.parent(bone) {
-                    Some(parent) => bone = parent,
-                    None => break,
-                }
+        let mut first = 0;
+        while first < self.group_goals.len() {
+            let leader = self.leader[self.group_goals[first]];
+            let end = (first..self.group_goals.len())
+                .find(|&k| self.leader[self.group_goals[k]] != leader)
+                .unwrap_or(self.group_goals.len());
+            let (dofs, joints, refresh) = (self.dofs.len(), self.joints.len(), self.refresh.len());
+            for k in first..end {
+                let g = self.group_goals[k];
+                self.collect_goal(rig, g, joints);
+            }
+            if move_root {
+                self.collect_root(rig);
+            }
+            self.refresh[refresh..].sort_unstable();
+            let kept = dedup_in_place(&mut self.refresh[refresh..]);
+            self.refresh.truncate(refresh + kept);
+            self.groups.push(Group {
+                goals: first..end,
+                dofs: dofs..self.dofs.len(),
+                joints: joints..self.joints.len(),
+                refresh: refresh..self.refresh.len(),
+            });
+            first = end;
+        }
+    }
+
+    /// Goal `g`'s bones to refresh and its joints' degrees of freedom (joints from
+    /// `group_joints` on belong to its group: one already there is not added again).
+    fn collect_goal(&mut self, rig: &Rig, g: usize, group_joints: usize) {
+        let goal = self.ws.goals[g].goal;
+        let effector = goal.bone;
+        let top = match self.params.iteration.move_root {
+            // The root's translation moves every goal: refresh from the root.
+            true => self.ws.root_of_goals(rig),
+            false => self.ws.joints(g).last().copied().unwrap_or(effector),
+        };
+        // From the effector up to the chain's top: all the goal's error depends on.
+        let mut bone = effector;
+        loop {
+            self.refresh.push(bone);
+            if bone == top {
+                break;
+            }
+            match rig.parent(bone) {
+                Some(parent) => bone = parent,
+                None => break,
             }
         }
-        self.refresh.sort_unstable();
-        self.refresh.dedup();
-        for g in 0..self.ws.goals.len() {
-            let goal = self.ws.goals[g].goal;
-            // A head goal without a rotation target cannot feel its own bone's rotation.
-            let idle =
-                (goal.point == EffectorPoint::Head && goal.rotation.is_none()).then_some(goal.bone);
-            for &bone in self.ws.joints(g) {
-                if Some(bone) == idle || self.joints.iter().any(|(b, _)| *b == bone) {
-                    continue;
-                }
-                let limits = rig.limits(bone);
-                let angles = limits.angles_of(self.ws.pose.rotations[bone], self.ws.euler[bone]);
-                let slot = self.joints.len();
-                self.joints.push((bone, [0.0; 3]));
-                for (axis, limit) in limits.axes().into_iter().enumerate() {
-                    let range = match limit {
-                        AxisLimit::Locked => continue,
-                        AxisLimit::Free => None,
-                        AxisLimit::Range { min, max } if max - min >= std::f32::consts::TAU => None,
-                        AxisLimit::Range { min, max } => Some((min, max)),
-                    };
-                    let value = range.map_or(angles[axis], |(lo, hi)| angles[axis].clamp(lo, hi));
-                    self.joints[slot].1[axis] = value;
-                    self.dofs.push(Dof {
-                        bone: slot,
-                        axis,
-                        range,
-                        translation: false,
-                    });
-                    self.x.push(value);
-                    self.steps
-                        .push(range.map_or(0.5, |(lo, hi)| (0.25 * (hi - lo)).max(0.02)));
-                }
+        // A head goal without a rotation target cannot feel its own bone's rotation.
+        let idle =
+            (goal.point == EffectorPoint::Head && goal.rotation.is_none()).then_some(goal.bone);
+        for k in 0..self.ws.joints(g).len() {
+            let bone = self.ws.joints(g)[k];
+            if Some(bone) == idle || self.joints[group_joints..].iter().any(|(b, _)| *b == bone) {
+                continue;
             }
-        }
-        if move_root && !self.ws.goals.is_empty() {
-            let root = self.ws.root_of_goals(rig);
-            let scale = self
-                .ws
-                .goals
-                .iter()
-                .map(|g| g.length_scale)
-                .fold(0.0, f32::max);
-            for axis in 0..3 {
+            let limits = rig.limits(bone);
+            let angles = limits.angles_of(self.ws.pose.rotations[bone], self.ws.euler[bone]);
+            let slot = self.joints.len();
+            self.joints.push((bone, [0.0; 3]));
+            for (axis, limit) in limits.axes().into_iter().enumerate() {
+                let range = match limit {
+                    AxisLimit::Locked => continue,
+                    AxisLimit::Free => None,
+                    AxisLimit::Range { min, max } if max - min >= std::f32::consts::TAU => None,
+                    AxisLimit::Range { min, max } => Some((min, max)),
+                };
+                let value = range.map_or(angles[axis], |(lo, hi)| angles[axis].clamp(lo, hi));
+                self.joints[slot].1[axis] = value;
                 self.dofs.push(Dof {
-                    bone: root,
+                    bone: slot,
                     axis,
-                    range: None,
-                    translation: true,
+                    range,
+                    translation: false,
                 });
-                self.x.push(self.ws.pose.translations[root][axis]);
-                self.steps.push(0.1 * scale);
+                self.x.push(value);
+                self.steps
+                    .push(range.map_or(0.5, |(lo, hi)| (0.25 * (hi - lo)).max(0.02)));
             }
         }
     }
+
+    /// The root's translation as three more degrees of freedom (`move_root`).
+    fn collect_root(&mut self, rig: &Rig) {
+        if self.ws.goals.is_empty() {
+            return;
+        }
+        let root = self.ws.root_of_goals(rig);
+        let scale = self
+            .ws
+            .goals
+            .iter()
+            .map(|g| g.length_scale)
+            .fold(0.0, f32::max);
+        for axis in 0..3 {
+            self.dofs.push(Dof {
+                bone: root,
+                axis,
+                range: None,
+                translation: true,
+            });
+            self.x.push(self.ws.pose.translations[root][axis]);
+            self.steps.push(0.1 * scale);
+        }
+    }
+}
+
+/// Removes consecutive duplicates of the sorted `values` in place; returns how many remain.
+fn dedup_in_place(values: &mut [usize]) -> usize {
+    let mut kept = 0;
+    for i in 0..values.len() {
+        if kept == 0 || values[i] != values[kept - 1] {
+            values[kept] = values[i];
+            kept += 1;
+        }
+    }
+    kept
 }
 
 /// The simplex's objective at `x`: poses the joints, runs forward kinematics and adds the
@@ -469,11 +593,12 @@ fn objective(
     rig: &Rig,
     dofs: &[Dof],
     joints: &mut [(usize, [f32; 3])],
+    joint_range: std::ops::Range<usize>,
     references: &[Option<Quat>],
     refresh: &[usize],
+    goals: &[usize],
     x: &[f32],
     reach_weight: f64,
-    params: &IterationParams,
 ) -> f32 {
     let mut outside = 0.0f64;
     for (dof, &value) in dofs.iter().zip(x) {
@@ -491,14 +616,17 @@ fn objective(
         joints[dof.bone].1[dof.axis] = clamped;
     }
     let mut tension = 0.0f64;
-    for (&(bone, angles), inverse) in joints.iter().zip(references) {
+    for (&(bone, angles), inverse) in joints[joint_range.clone()]
+        .iter()
+        .zip(&references[joint_range])
+    {
         ws.pose.rotations[bone] = rig.limits(bone).rotation_of(angles);
         tension += joint_tension(rig, bone, angles, *inverse) as f64;
     }
     for &bone in refresh {
         ws.update_bone(rig, bone);
     }
-    let score = ws.evaluate(params).score;
+    let score = ws.score_of(goals);
     (reach_weight * score + tension + 1e3 * outside) as f32
 }
 

@@ -16,6 +16,7 @@ Arrays are numpy float32 in the order the rig's bones were given; quaternions ar
 its subclasses, each naming the bone, goal or array at fault.
 """
 
+from . import humanoid
 from ._native import (
     BoneIndexError,
     FramesResult,
@@ -60,6 +61,7 @@ __all__ = [
     "distribute_scale",
     "euler_orders",
     "evaluate_fcurve",
+    "humanoid",
     "matrices_to_transforms",
     "rotation_channels",
 ]

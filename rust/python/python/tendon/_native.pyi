@@ -34,6 +34,8 @@ __all__ = [
 _ArrayLike: TypeAlias = npt.ArrayLike
 _Float32Array: TypeAlias = npt.NDArray[np.float32]
 
+# Test and timing hooks: built with the crate's `hooks` feature, which scripts/build-wheel
+# enables for every wheel it builds (stubtest checks these stubs against that build).
 def _test_panic() -> None: ...
 def rotation_channels(
     rotations: _ArrayLike, mode: str, previous: _ArrayLike | None = None, series: bool = False
@@ -187,6 +189,7 @@ class Solver:
         rotation_targets: _ArrayLike | None = None,
         poles: _ArrayLike | None = None,
     ) -> FramesResult: ...
+    # Timing hooks (the `hooks` feature, as `_test_panic`).
     def _time_native(self, rig: Rig, goals: list[Goal], repeats: int, rotations: _ArrayLike | None = None) -> float: ...
     def _time_native_frames(
         self, rig: Rig, goals: list[Goal], targets: _ArrayLike, repeats: int, warm: bool = True

@@ -76,6 +76,24 @@ impl Workspace {
         eval
     }
 
+    /// The score ([`Evaluation::score`]) of goals `goals` alone.
+    pub fn score_of(&self, goals: &[usize]) -> f64 {
+        let mut score = 0.0;
+        for &g in goals {
+            let prepared = &self.goals[g];
+            let goal = &prepared.goal;
+            let relative = (self.effector(g).distance(goal.target) / prepared.length_scale) as f64;
+            score += goal.weight as f64 * relative * relative;
+            if let Some(rotation) = goal.rotation.filter(|_| goal.rotation_weight > 0.0) {
+                if self.mode == GoalMode::Full {
+                    let angle = angle_between(self.world_rot[goal.bone], rotation) as f64;
+                    score += (goal.weight * goal.rotation_weight) as f64 * angle * angle;
+                }
+            }
+        }
+        score
+    }
+
     /// Imposes the orientations of rotation goals (positional mode) and turns chains
     /// towards their poles. Steps leave forward kinematics current; this pass refreshes it
     /// only after changing something.

@@ -1,0 +1,219 @@
+//! The `SpringSimulation` class: secondary motion (mass-spring chains) over the core's
+//! simulation, one frame at a time or a frame range in one call.
+
+use crate::arrays::{new_array, read_f32, read_pose, write_rotations, ANY};
+use crate::errors::{guarded, to_py, BoneIndexError, SolverError, TendonError};
+use crate::frames::{read_frame_vectors, FrameArrays, FrameData};
+use crate::rig::{bone_index, Rig};
+use glam::Vec3;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use tendon_core::batch::FrameInput;
+use tendon_core::{
+    Pose, Rig as CoreRig, SphereCollider, SpringChain, SpringParams,
+    SpringSimulation as CoreSpringSimulation,
+};
+
+/// A collider as Python gives it: (bone, centre in the bone's frame, radius).
+type ColliderArgs<'py> = (Bound<'py, PyAny>, (f32, f32, f32), f32);
+
+/// Secondary motion: mass-spring (Verlet) chains simulated frame by frame.
+///
+/// `chains` lists `(tip bone, chain length)` pairs (0: up to the root), optionally with a
+/// third item, the masses of the chain's bones root-most first; `colliders` lists
+/// `(bone, centre in the bone's frame, radius)` spheres. Settings are keywords (see
+/// `SpringSimulation.defaults()`). Poses are given and returned in the rig's bone order.
+#[pyclass(module = "tendon._native", name = "SpringSimulation")]
+pub(crate) struct SpringSimulation {
+    rig: CoreRig,
+    sim: CoreSpringSimulation,
+    pose: Pose,
+    out: Pose,
+    scratch: Vec<f32>,
+}
+
+#[pymethods]
+impl SpringSimulation {
+    #[new]
+    #[pyo3(signature = (rig, chains, colliders = None, **settings))]
+    fn new(
+        rig: &Rig,
+        chains: Vec<Bound<'_, PyAny>>,
+        colliders: Option<Vec<ColliderArgs<'_>>>,
+        settings: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<SpringSimulation> {
+        let core_rig = rig.rig.clone();
+        let mut spring_chains = Vec::new();
+        for (k, item) in chains.iter().enumerate() {
+            let what = format!("spring chain {k}");
+            let parts: Vec<Bound<'_, PyAny>> = item.extract().map_err(|_| {
+                TendonError::new_err(format!("{what} must be (tip bone, chain length[, masses])"))
+            })?;
+            if !(2..=3).contains(&parts.len()) {
+                return Err(TendonError::new_err(format!(
+                    "{what} must be (tip bone, chain length[, masses])"
+                )));
+            }
+            let tip = bone_index(&core_rig, &parts[0], &what)?;
+            let length: usize = parts[1].extract()?;
+            let mut chain = SpringChain::new(&core_rig, tip, length).map_err(to_py)?;
+            if let Some(masses) = parts.get(2) {
+                chain = chain.with_masses(masses.extract()?);
+            }
+            spring_chains.push(chain);
+        }
+        let mut spheres = Vec::new();
+        for (k, (bone, centre, radius)) in colliders.unwrap_or_default().iter().enumerate() {
+            spheres.push(SphereCollider {
+                bone: bone_index(&core_rig, bone, &format!("collider {k}"))?,
+                center: Vec3::from(*centre),
+                radius: *radius,
+            });
+        }
+        let mut params = serde_json::to_value(SpringParams::default()).expect("settings serialise");
+        if let Some(settings) = settings {
+            for (key, value) in settings.iter() {
+                let key: String = key.extract()?;
+                if params.get(&key).is_none() {
+                    return Err(SolverError::new_err(format!(
+                        "unknown spring setting '{key}'; known: gravity, damping, stiffness, iterations, time_step, max_step"
+                    )));
+                }
+                let value = if key == "gravity" {
+                    let g: (f32, f32, f32) = value.extract()?;
+                    serde_json::json!([g.0, g.1, g.2])
+                } else if key == "iterations" {
+                    serde_json::json!(value.extract::<u32>()?)
+                } else {
+                    serde_json::json!(value.extract::<f32>()?)
+                };
+                params[&key] = value;
+            }
+        }
+        let params: SpringParams = serde_json::from_value(params)
+            .map_err(|e| SolverError::new_err(format!("spring settings: {e}")))?;
+        let n = core_rig.len();
+        let sim = guarded(|| CoreSpringSimulation::new(&core_rig, spring_chains, spheres, params))?;
+        Ok(SpringSimulation {
+            rig: core_rig,
+            sim,
+            pose: Pose::rest(n),
+            out: Pose::rest(n),
+            scratch: Vec::new(),
+        })
+    }
+
+    /// The default settings.
+    #[staticmethod]
+    fn defaults<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let text = serde_json::to_string(&SpringParams::default()).expect("settings serialise");
+        py.import("json")?.call_method1("loads", (text,))
+    }
+
+    /// Restarts at rest (no motion) from the pose given: rotations (n, 4) w-first, and
+    /// optional translations and scales (n, 3).
+    #[pyo3(signature = (rotations, translations = None, scales = None))]
+    fn reset(
+        &mut self,
+        rotations: &Bound<'_, PyAny>,
+        translations: Option<&Bound<'_, PyAny>>,
+        scales: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        read_pose(
+            &self.rig,
+            rotations,
+            translations,
+            scales,
+            &mut self.pose,
+            &mut self.scratch,
+        )?;
+        let (sim, rig, pose) = (&mut self.sim, &self.rig, &self.pose);
+        guarded(|| sim.reset(rig, pose))
+    }
+
+    /// Advances `dt` seconds to the animated pose given; returns the pose's rotations with
+    /// the chains' bones turned, (n, 4) w-first.
+    #[pyo3(signature = (dt, rotations, translations = None, scales = None))]
+    fn advance<'py>(
+        &mut self,
+        py: Python<'py>,
+        dt: f32,
+        rotations: &Bound<'py, PyAny>,
+        translations: Option<&Bound<'py, PyAny>>,
+        scales: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        read_pose(
+            &self.rig,
+            rotations,
+            translations,
+            scales,
+            &mut self.pose,
+            &mut self.scratch,
+        )?;
+        let (sim, rig, pose, out) = (&mut self.sim, &self.rig, &self.pose, &mut self.out);
+        guarded(|| sim.advance(rig, pose, dt, out))?;
+        let mut data = vec![0.0f32; rig.len() * 4];
+        write_rotations(rig, &self.out, &mut data);
+        new_array(py, &[rig.len(), 4], &data)
+    }
+
+    /// Simulates a frame range in one call: animated poses (frames, n, 4) rotations and
+    /// optional (frames, n, 3) translations and scales, `dt` seconds apart. Restarts at
+    /// the first frame unless `reset` is false. Returns (frames, n, 4) rotations.
+    #[pyo3(signature = (rotations, dt, translations = None, scales = None, reset = true))]
+    fn simulate<'py>(
+        &mut self,
+        py: Python<'py>,
+        rotations: &Bound<'py, PyAny>,
+        dt: f32,
+        translations: Option<&Bound<'py, PyAny>>,
+        scales: Option<&Bound<'py, PyAny>>,
+        reset: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let n = self.rig.len();
+        let mut data = FrameData::default();
+        let frames = read_f32(rotations, "rotations", &[ANY, n, 4], &mut data.rotations)?[0];
+        read_frame_vectors(
+            translations,
+            "translations",
+            [frames, n],
+            0.0,
+            &mut data.translations,
+        )?;
+        read_frame_vectors(scales, "scales", [frames, n], 1.0, &mut data.scales)?;
+        let mut result = vec![0.0f32; frames * n * 4];
+        let (sim, rig, pose, out) = (&mut self.sim, &self.rig, &mut self.pose, &mut self.out);
+        py.detach(|| {
+            guarded(|| {
+                let input = FrameArrays {
+                    data: &data,
+                    frames,
+                };
+                for frame in 0..frames {
+                    input.frame_pose(rig, frame, pose);
+                    if frame == 0 && reset {
+                        sim.reset(rig, pose)?;
+                    }
+                    sim.advance(rig, pose, if frame == 0 { 0.0 } else { dt }, out)?;
+                    write_rotations(rig, out, &mut result[frame * n * 4..(frame + 1) * n * 4]);
+                }
+                Ok(())
+            })
+        })?;
+        new_array(py, &[frames, n, 4], &result)
+    }
+
+    /// The simulated joint positions (armature space) of chain `chain`: its root bone's
+    /// head, then each bone's far end, (k + 1, 3).
+    fn points<'py>(&self, py: Python<'py>, chain: usize) -> PyResult<Bound<'py, PyAny>> {
+        if chain >= self.sim.chains().len() {
+            return Err(BoneIndexError::new_err(format!(
+                "chain {chain} does not exist ({} chains)",
+                self.sim.chains().len()
+            )));
+        }
+        let points = self.sim.points(chain);
+        let flat: Vec<f32> = points.iter().flat_map(|p| p.to_array()).collect();
+        new_array(py, &[points.len(), 3], &flat)
+    }
+}
