@@ -20,13 +20,13 @@ from mathutils import Vector
 from . import keys, native, pose, space
 from .live import live_suspended
 from .native import TendonUserError
-from .rig import RigEntry, read_rig
+from .rig import RigEntry
 from .solve import (
     UNCHANGED,
     apply_scales,
     armature_problem,
-    build_goals,
     chain_bones,
+    current_goals,
     drop_unsolvable,
     effector_label,
     effector_target_scale,
@@ -98,9 +98,8 @@ class Baker:
         self.started = time.perf_counter()
         self.scene, self.obj, self.settings = scene, obj, settings
         self.original_frame = (scene.frame_current, scene.frame_subframe)
-        self.entry = read_rig(obj)
-        self.found = build_goals(obj, self.entry)
-        channels = pose.channel_pose(obj, self.entry, pose.read_matrices(obj, self.entry, "matrix_basis"))
+        self.entry, basis, self.found = current_goals(obj)
+        channels = pose.channel_pose(obj, self.entry, basis)
         if self.found.goals:
             # The same refusals as a single solve, judged at the current frame.
             evaluated, (evaluated_rotations, _, _) = pose.evaluated_pose(obj, self.entry)
@@ -365,7 +364,7 @@ class Baker:
             written += keys.write_bone_channels(
                 action, slot, names[bone], "scale", frames, scales[:, bone], interpolation, span
             )
-        self.restore_frame()
+        self.show_keys()
         return BakeOutcome(
             frames=len(self.frames),
             bones=len(set(self.keyed) | set(self.scaled) | set(self.moved)),
@@ -377,6 +376,16 @@ class Baker:
             action=action.name,
             warnings=self.found.warnings,
         )
+
+    def show_keys(self) -> None:
+        """Evaluates the armature's new keys at the frame the user is on (only the armature:
+        the frame is the one it was before the bake, and nothing else changed)."""
+        if bpy.context.scene != self.scene:
+            self.restore_frame()
+            return
+        self.obj.update_tag(refresh={"TIME"})
+        with live_suspended():
+            bpy.context.view_layer.update()
 
     def restore_frame(self) -> None:
         with live_suspended():
@@ -434,7 +443,7 @@ def sample_fcurve(fcurve: bpy.types.FCurve, frames: np.ndarray) -> np.ndarray:
     plain = not len(fcurve.modifiers) and fcurve.extrapolation == "CONSTANT" and len(points)
     if plain:
         arrays = keys.key_arrays(points)
-        if np.isin(arrays["interpolation"], keys.PLAIN_INTERPOLATIONS).all():
+        if set(arrays["interpolation"].tolist()) <= set(keys.PLAIN_INTERPOLATIONS):
             return native.native().evaluate_fcurve(
                 arrays["co"], arrays["handle_left"], arrays["handle_right"], arrays["interpolation"], frames
             )

@@ -175,7 +175,7 @@ def collapsed_problems(obj: bpy.types.Object, entry: RigEntry, scales: np.ndarra
         return found
     pose_bones = obj.pose.bones
     for bone in np.nonzero(np.abs(scales).min(axis=1) <= COLLAPSED_SCALE)[0].tolist():
-        pose_bone = pose_bones[int(entry.pose_order[bone])]
+        pose_bone = pose_bones[entry.names[bone]]
         scale = tuple(pose_bone.scale)
         axes = "/".join(axis for axis, value in zip("XYZ", scale, strict=True) if abs(value) <= COLLAPSED_SCALE)
         found[bone] = (
@@ -215,7 +215,7 @@ def bone_problems(
         driven = {entry.names[bone]: channel for bone, channel in entry.driven.items()}
         pose_bones = obj.pose.bones
         for bone in suspects:
-            problem = constraint_problem(pose_bones[int(entry.pose_order[bone])], driven)
+            problem = constraint_problem(pose_bones[entry.names[bone]], driven)
             if problem:
                 problems[bone] = problem
     for bone, problem in inherit_problems(entry, moving, evaluated).items():

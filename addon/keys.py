@@ -108,9 +108,13 @@ def find_fcurve(id_data: bpy.types.ID, data_path: str, index: int) -> bpy.types.
     return fcurves.find(data_path, index=index) if fcurves is not None else None
 
 
-def ensure_fcurve(action: bpy.types.Action, slot: Any, data_path: str, index: int, group: str) -> bpy.types.FCurve:
+def ensure_fcurve(
+    action: bpy.types.Action, slot: Any, data_path: str, index: int, group: str, bag: Any = None
+) -> bpy.types.FCurve:
+    """The F-curve of `data_path`[`index`] in `action` (in `slot`'s channelbag, 4.4+: give
+    `bag` when known), made in `group` when missing."""
     if SLOTTED:
-        bag = channelbag(action, slot, create=True)
+        bag = bag or channelbag(action, slot, create=True)
         found = bag.fcurves.find(data_path, index=index)
         if found is not None:
             return found
@@ -194,11 +198,6 @@ def replace_keys(
     fcurve.update()
 
 
-def rotation_channel(mode: str) -> str:
-    """The pose-bone property holding rotations in `mode`."""
-    return {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}.get(mode, "rotation_euler")
-
-
 def write_bone_channels(
     action: bpy.types.Action,
     slot: Any,
@@ -212,7 +211,8 @@ def write_bone_channels(
     """Keys one bone property (`rotation_euler`, `scale`, ...), frames x components, in
     `action`; returns the keys written."""
     data_path = f'pose.bones["{bpy.utils.escape_identifier(bone)}"].{channel}'
+    bag = channelbag(action, slot, create=True) if SLOTTED else None
     for index in range(values.shape[1]):
-        fcurve = ensure_fcurve(action, slot, data_path, index, bone)
+        fcurve = ensure_fcurve(action, slot, data_path, index, bone, bag)
         replace_keys(fcurve, frames, values[:, index], interpolation, span)
     return values.size

@@ -45,12 +45,31 @@ def in_rig_order(entry: RigEntry, array: np.ndarray) -> np.ndarray:
     return array if entry.pose_in_order else array[entry.pose_order]
 
 
-def read_matrices(obj: bpy.types.Object, entry: RigEntry, name: str, out: np.ndarray | None = None) -> np.ndarray:
+#: A float32 NaN with a payload no computation gives: marks a value not written.
+UNWRITTEN = 0x7FC0DEAD
+
+
+class StaleRig(Exception):
+    """The armature has more or fewer bones than its cached rig (forget it, read again)."""
+
+
+def read_matrices(obj: bpy.types.Object, entry: RigEntry, name: str) -> np.ndarray:
     """Every pose bone's `name` matrix (``matrix_basis`` or the evaluated ``matrix``), (n,
-    16) column-major each, in the rig's order."""
-    flat = np.empty(entry.count * 16, np.float32) if out is None else out
-    obj.pose.bones.foreach_get(name, flat)
-    return in_rig_order(entry, flat.reshape(entry.count, 16))
+    16) column-major each, in the rig's order. Raises StaleRig when the armature does not
+    have the rig's bone count (counting them would cost a walk over every bone): one spare
+    matrix, marked, stays untouched exactly when there are no more bones, and the last
+    expected one is filled exactly when there are no fewer."""
+    n = entry.count
+    flat = np.empty((n + 1) * 16, np.float32)
+    marks = flat.view(np.uint32)
+    marks[(n - 1) * 16] = marks[n * 16] = UNWRITTEN
+    try:
+        obj.pose.bones.foreach_get(name, flat)
+    except RuntimeError as error:
+        raise StaleRig from error
+    if marks[n * 16] != UNWRITTEN or marks[(n - 1) * 16] == UNWRITTEN:
+        raise StaleRig
+    return in_rig_order(entry, flat[: n * 16].reshape(n, 16))
 
 
 def channel_pose(
@@ -75,7 +94,7 @@ def collapsed_rotations(obj: bpy.types.Object, entry: RigEntry, scales: np.ndarr
         return {}
     collapsed = np.nonzero(np.abs(scales).min(axis=1) <= COLLAPSED_SCALE)[0]
     pose_bones = obj.pose.bones
-    return {bone: channel_rotation(pose_bones[int(entry.pose_order[bone])]) for bone in collapsed.tolist()}
+    return {bone: channel_rotation(pose_bones[entry.names[bone]]) for bone in collapsed.tolist()}
 
 
 def channel_rotation(pose_bone: bpy.types.PoseBone) -> tuple[float, ...]:
@@ -162,13 +181,34 @@ def previous_channels(
     ]
 
 
+#: Writing a bone through its own properties costs about as much as this many bones of a
+#: whole-array read and write (measured: some 4 us against 0.1 us per bone): a solve that
+#: moves fewer bones than the armature's over this (a few limbs of a 700-bone rig) writes
+#: them one by one; otherwise whole arrays.
+SINGLE_WRITE_COST = 40
+
+
 def write_rotations(obj: bpy.types.Object, entry: RigEntry, bones: np.ndarray, rotations: np.ndarray) -> None:
     """Writes the local rotations (rig order, w-first) of `bones` in each bone's rotation
     mode, each value nearest the bone's current one (no Euler flips, no quaternion sign
-    jumps): per mode one native conversion, per channel property one bulk write."""
+    jumps): per mode one native conversion; per channel property one bulk write, or for a
+    few bones of a large armature a write per bone (see `SINGLE_WRITE_COST`)."""
     if not len(bones):
         return
     tendon = native()
+    if len(bones) * SINGLE_WRITE_COST < entry.count:
+        pose_bones = obj.pose.bones
+        targets = [pose_bones[entry.names[bone]] for bone in bones.tolist()]
+        groups: dict[str, list[int]] = {}
+        for k, pose_bone in enumerate(targets):
+            groups.setdefault(pose_bone.rotation_mode, []).append(k)
+        for mode, members in groups.items():
+            name = rotation_channel(mode)[0]
+            previous = np.array([getattr(targets[k], name) for k in members], np.float32)
+            values = tendon.rotation_channels(rotations[bones[members]], mode, previous)
+            for k, channel in zip(members, values, strict=True):
+                setattr(targets[k], name, channel)
+        return
     channels = Channels(obj)
     for mode, members, rows in mode_groups(obj, entry, bones):
         array = channels.array(*rotation_channel(mode))

@@ -32,7 +32,7 @@ from .native import TendonUserError
 class RigEntry:
     """A native rig built from an armature, and what maps between the two."""
 
-    #: The armature data and bone count it was built from (a cheap check at each use).
+    #: The armature data it was built from (checked at each use), and its bone count.
     data_pointer: int
     count: int
     rig: Any
@@ -152,9 +152,10 @@ def read_rig(obj: bpy.types.Object, with_tension: bool | None = None) -> RigEntr
     minimiser) adds the bones' tension settings to the limits."""
     if with_tension is None:
         with_tension = obj.tendon.solver == "TENSION"
-    bones = obj.data.bones
     entry = _rigs.get((obj.as_pointer(), with_tension))
-    if entry is not None and entry.data_pointer == obj.data.as_pointer() and entry.count == len(bones):
+    # Bones are only added or removed in Edit Mode, whose end the cache hears of; counting
+    # them would cost a walk over every bone per solve.
+    if entry is not None and entry.data_pointer == obj.data.as_pointer():
         return entry
     entry = build(obj, with_tension)
     _rigs[(obj.as_pointer(), with_tension)] = entry

@@ -15,11 +15,11 @@ from typing import Any, NamedTuple
 
 import bpy
 import numpy as np
-from mathutils import Euler, Quaternion
+from mathutils import Euler, Quaternion, Vector
 
 from . import chains, keys, native, pose, space
 from .native import TendonUserError
-from .rig import RigEntry, read_rig
+from .rig import RigEntry, forget, read_rig
 
 #: Rotations closer than this (per quaternion component) count as unchanged.
 UNCHANGED = 1e-7
@@ -40,7 +40,7 @@ def armature_problem(obj: bpy.types.Object | None, need_pose_mode: bool = True) 
         return f"Armature '{obj.name}' is linked from '{obj.library.filepath}': make a library override to pose it"
     if need_pose_mode and obj.mode != "POSE":
         return f"Armature '{obj.name}' is not in Pose Mode"
-    if len(obj.data.bones) == 0:
+    if not obj.data.bones:
         return f"Armature '{obj.name}' has no bones"
     return None
 
@@ -148,6 +148,16 @@ class GoalPlan:
 
     sighted: list[Sighted]
     warnings: list[str]
+    #: The names this plan relies on: the bones the sighted effectors' chains hold, and the
+    #: effector bones it found missing. Renaming a bone tells the rig cache nothing
+    #: reliably, so each solve checks these few names are (or are still not) in the pose.
+    present: list[str]
+    missing: list[str]
+
+    def stale(self, obj: bpy.types.Object) -> bool:
+        """Whether a bone this plan relies on was renamed since."""
+        pose_bones = obj.pose.bones
+        return not all(name in pose_bones for name in self.present) or any(name in pose_bones for name in self.missing)
 
 
 def sight_effector(
@@ -198,6 +208,7 @@ def sight_effector(
 def plan_goals(obj: bpy.types.Object, entry: RigEntry, effectors: tuple[Effector | None, ...]) -> GoalPlan:
     warnings: list[str] = []
     sighted = []
+    missing = []
     for position, effector in enumerate(effectors):
         if effector is None:
             continue
@@ -205,16 +216,21 @@ def plan_goals(obj: bpy.types.Object, entry: RigEntry, effectors: tuple[Effector
             sighted.append(sight_effector(obj, entry, position, effector, warnings))
         except TendonUserError as problem:
             warnings.append(f"{problem}; skipped")
-    return GoalPlan(sighted, warnings)
+            if effector.bone and effector.bone not in entry.index:
+                missing.append(effector.bone)
+    present = sorted({entry.names[bone] for s in sighted for bone in chain_bones(entry, s.bone, s.chain_length)})
+    return GoalPlan(sighted, warnings, present, missing)
 
 
 def build_goals(obj: bpy.types.Object, entry: RigEntry) -> GoalSet:
     """Goals in armature space from the enabled effectors; invalid ones are skipped with a
     warning naming them. Per solve only the settings and the targets' matrices are read."""
     tendon = native.native()
-    to_armature = np.array(space.world_to_armature(obj), np.float64)[None]
+    to_armature = space.world_to_armature_array(obj)[None]
     effectors = read_effectors(obj)
     plan = entry.remember(("goals", effectors), lambda: plan_goals(obj, entry, effectors))
+    if plan.stale(obj):
+        raise pose.StaleRig
     found = GoalSet(warnings=list(plan.warnings))
     if not plan.sighted:
         return found
@@ -224,15 +240,23 @@ def build_goals(obj: bpy.types.Object, entry: RigEntry) -> GoalSet:
         target = space.target_world_matrix(effector.target, effector.subtarget, s.label)
         pole = None
         if effector.pole_target is not None:
-            pole = space.target_world_matrix(effector.pole_target, effector.pole_subtarget, s.label).translation
+            pole = tuple(space.target_world_matrix(effector.pole_target, effector.pole_subtarget, s.label).translation)
         matrices.append((target, pole))
     rotating = any(s.rotating for s in plan.sighted)
     poles = any(pole is not None for _, pole in matrices)
+    # Flat lists into arrays: numpy reads a flat list of floats far faster than vectors.
+    count = len(matrices)
     targets = space.armature_targets(
         to_armature,
-        np.array([[target.translation for target, _ in matrices]], np.float64),
-        np.array([[target.to_3x3() for target, _ in matrices]], np.float64) if rotating else None,
-        np.array([[(0.0, 0.0, 0.0) if pole is None else pole for _, pole in matrices]], np.float64) if poles else None,
+        np.array([x for target, _ in matrices for x in target.translation], np.float64).reshape(1, count, 3),
+        np.array([x for target, _ in matrices for row in target.to_3x3() for x in row], np.float64).reshape(
+            1, count, 3, 3
+        )
+        if rotating
+        else None,
+        np.array([x for _, pole in matrices for x in (pole or (0.0, 0.0, 0.0))], np.float64).reshape(1, count, 3)
+        if poles
+        else None,
     )
     kept = []
     for k, s in enumerate(plan.sighted):
@@ -373,7 +397,7 @@ def scale_targets(obj: bpy.types.Object, entry: RigEntry, found: GoalSet) -> lis
         if not effector.use_scale:
             continue
         bones = chain_bones(entry, bone, chain_length)[::-1]
-        limited = [obj.pose.bones[int(entry.pose_order[b])].tendon for b in bones]
+        limited = [obj.pose.bones[entry.names[b]].tendon for b in bones]
         low = high = None
         if any(limits.use_scale_limit for limits in limited):
             wide = ((1e-3,) * 3, (1e3,) * 3)
@@ -506,8 +530,8 @@ def set_reference(solver: Any, obj: bpy.types.Object, entry: RigEntry, current: 
 class Checks:
     """What each solved effector must achieve in the pose Blender shows."""
 
-    #: Pose-bone indices of the effector bones, and whether their tail (or head) counts.
-    bones: list[int]
+    #: The effector bones, and whether their tail (or head) counts.
+    bones: list[str]
     use_tail: list[bool]
     #: Armature-space targets (k, 3) and the largest armature-space distances that count
     #: as reached (k,).
@@ -516,21 +540,18 @@ class Checks:
 
     def measure(self, obj: bpy.types.Object) -> tuple[bool, float]:
         """Whether every effector is within its tolerance in Blender's evaluated pose, and
-        the largest distance in world units (the distance the user sees)."""
-        if not self.bones:
-            return True, 0.0
+        the largest distance in world units (the distance the user sees). A few points:
+        mathutils, not numpy (whose every call costs more than this whole loop)."""
         pose_bones = obj.pose.bones
-        points = np.array(
-            [
-                pose_bones[bone].tail if tail else pose_bones[bone].head
-                for bone, tail in zip(self.bones, self.use_tail, strict=True)
-            ],
-            np.float64,
-        )
-        offsets = points - self.targets
-        world = np.array(obj.matrix_world.to_3x3(), np.float64)
-        reached = bool((np.linalg.norm(offsets, axis=1) <= self.tolerances).all())
-        return reached, float(np.linalg.norm(offsets @ world.T, axis=1).max())
+        world = obj.matrix_world.to_3x3()
+        reached, largest = True, 0.0
+        for bone, tail, target, tolerance in zip(
+            self.bones, self.use_tail, self.targets.tolist(), self.tolerances.tolist(), strict=True
+        ):
+            offset = (pose_bones[bone].tail if tail else pose_bones[bone].head) - Vector(target)
+            reached &= offset.length <= tolerance
+            largest = max(largest, (world @ offset).length)
+        return reached, largest
 
 
 def effector_checks(obj: bpy.types.Object, entry: RigEntry, found: GoalSet, evaluated: np.ndarray) -> Checks:
@@ -547,7 +568,7 @@ def effector_checks(obj: bpy.types.Object, entry: RigEntry, found: GoalSet, eval
         axes = np.linalg.norm(evaluated[tips, 4:7], axis=1)
         reach += np.bincount(tip_owner, entry.lengths[tips] * axes, minlength=len(use_tail))
     return Checks(
-        bones=[int(entry.pose_order[bone]) for bone, _ in found.chains],
+        bones=[entry.names[bone] for bone, _ in found.chains],
         use_tail=use_tail,
         targets=found.points.astype(np.float64),
         tolerances=relative * np.maximum(reach, 1e-9),
@@ -626,13 +647,12 @@ def solve(obj: bpy.types.Object) -> SolveOutcome:
     if problem:
         raise TendonUserError(problem)
     tendon = native.native()
-    entry = read_rig(obj)
-    found = build_goals(obj, entry)
+    entry, basis, found = current_goals(obj)
     if not found.goals:
         reasons = "; ".join(found.warnings) or "add an effector first"
         raise TendonUserError(f"Armature '{obj.name}' has no effector to solve: {reasons}")
     solver = solver_for(obj.tendon)
-    channels = pose.channel_pose(obj, entry, pose.read_matrices(obj, entry, "matrix_basis"))
+    channels = pose.channel_pose(obj, entry, basis)
     evaluated, (rotations, translations, scales) = pose.evaluated_pose(obj, entry)
     moving = drop_unsolvable(obj, entry, found, evaluated, rotations, channels)
     if not found.goals:
@@ -660,9 +680,11 @@ def solve(obj: bpy.types.Object) -> SolveOutcome:
     bones = np.array(moving, np.int64)
     changed = bones[np.abs(solved[bones] - rotations[bones]).max(axis=1) > UNCHANGED]
     pose.write_rotations(obj, entry, changed, solved)
-    # A root moved by `move_root`: its location channels.
-    moved = np.nonzero(np.abs(result.translations - translations).max(axis=1) > UNCHANGED)[0]
-    pose.write_vectors(obj, entry, "location", moved, result.translations)
+    # A root moved by `move_root`: its location channels (no solver moves a bone otherwise).
+    moved = np.zeros(0, np.int64)
+    if obj.tendon.move_root:
+        moved = np.nonzero(np.abs(result.translations - translations).max(axis=1) > UNCHANGED)[0]
+        pose.write_vectors(obj, entry, "location", moved, result.translations)
     return SolveOutcome(
         goals=len(found.goals),
         reached=bool(result.reached),
@@ -676,10 +698,28 @@ def solve(obj: bpy.types.Object) -> SolveOutcome:
     )
 
 
+def current_goals(obj: bpy.types.Object) -> tuple[RigEntry, np.ndarray, GoalSet]:
+    """The armature's rig from the cache, its pose's ``matrix_basis`` (n, 16, rig order)
+    and its goals; the rig is built again when its bones changed unnoticed (a bone renamed,
+    or their count not the rig's)."""
+    try:
+        entry = read_rig(obj)
+        return entry, pose.read_matrices(obj, entry, "matrix_basis"), build_goals(obj, entry)
+    except pose.StaleRig:
+        forget(obj)
+        entry = read_rig(obj)
+        return entry, pose.read_matrices(obj, entry, "matrix_basis"), build_goals(obj, entry)
+
+
 def reset_chains(obj: bpy.types.Object) -> int:
     """Puts the bones the enabled effectors move back to their rest rotation. Returns how
     many bones were reset."""
     entry = read_rig(obj)
+    pose_bones = obj.pose.bones
+    if any((e.bone in entry.index) != (e.bone in pose_bones) for e in obj.tendon.effectors if e.bone):
+        # A bone renamed since the rig was cached.
+        forget(obj)
+        entry = read_rig(obj)
     bones: set[int] = set()
     for effector in obj.tendon.effectors:
         bone = entry.index.get(effector.bone)

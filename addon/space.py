@@ -21,9 +21,9 @@ from .native import TendonUserError, native
 #: than this share of the box they would span at right angles, has no usable inverse.
 SINGULAR_FRAME = 1e-6
 
-#: The last world matrix checked per armature and its inverse: the check runs again only
-#: when the matrix changes (object pointer -> (world, inverse)).
-_inverses: dict[int, tuple[Matrix, Matrix]] = {}
+#: The last world matrix checked per armature, its inverse, and that as a (4, 4) array:
+#: worked out again only when the matrix changes (object pointer -> the three).
+_inverses: dict[int, tuple[Matrix, Matrix, np.ndarray]] = {}
 
 
 def clear() -> None:
@@ -34,13 +34,23 @@ def world_to_armature(obj: bpy.types.Object, frame: int | None = None) -> Matrix
     """The inverse of the armature's world matrix (world to armature space), refusing with
     the armature and the axis named when there is none (an object scaled to zero on an
     axis): a pseudo-inverse would send every target somewhere meaningless."""
+    return inverse_of(obj, frame)[0]
+
+
+def world_to_armature_array(obj: bpy.types.Object) -> np.ndarray:
+    """`world_to_armature` as a (4, 4) float64 array."""
+    return inverse_of(obj, None)[1]
+
+
+def inverse_of(obj: bpy.types.Object, frame: int | None) -> tuple[Matrix, np.ndarray]:
     world = obj.matrix_world
     known = _inverses.get(obj.as_pointer())
     if known is not None and known[0] == world:
-        return known[1]
+        return known[1], known[2]
     inverse = checked_inverse(obj, world, frame)
-    _inverses[obj.as_pointer()] = (world.copy(), inverse)
-    return inverse
+    array = np.array(inverse, np.float64)
+    _inverses[obj.as_pointer()] = (world.copy(), inverse, array)
+    return inverse, array
 
 
 def checked_inverse(obj: bpy.types.Object, world: Matrix, frame: int | None) -> Matrix:
@@ -118,14 +128,14 @@ def armature_targets(
     when a goal has a rotation target (decomposed natively, so scale and shear do not leak
     into the rotation); the poles' world points (frames, goals, 3), when a goal has a pole."""
     frames, goals = points.shape[:2]
-    linear, shift = world_to_armature[:, None, :3, :3], world_to_armature[:, None, None, :3, 3]
-    moved = (linear @ points[..., None])[..., 0] + shift[..., 0, :]
+    # Row vectors: p' = p R^T + t, every frame's goals at once.
+    turn, shift = world_to_armature[:, :3, :3].transpose(0, 2, 1), world_to_armature[:, None, :3, 3]
     rotations = None
     if turns is not None:
         local = np.zeros((frames * goals, 4, 4), np.float32)
-        local[:, :3, :3] = (linear @ turns).reshape(-1, 3, 3)
+        local[:, :3, :3] = (world_to_armature[:, None, :3, :3] @ turns).reshape(-1, 3, 3)
         local[:, 3, 3] = 1.0
         rotations = native().matrices_to_transforms(local)[0].reshape(frames, goals, 4)
     if poles is not None:
-        poles = np.ascontiguousarray((linear @ poles[..., None])[..., 0] + shift[..., 0, :], np.float32)
-    return Targets(np.ascontiguousarray(moved, np.float32), rotations, poles)
+        poles = (poles @ turn + shift).astype(np.float32)
+    return Targets((points @ turn + shift).astype(np.float32), rotations, poles)

@@ -1,0 +1,202 @@
+"""The rig cache (addon/rig.py): each armature's native rig, limits and bone facts are built
+once and reused until an event says they changed (a limit edited, the bones or their
+constraints or drivers changed, a file loaded, undo), never rediscovered on each solve;
+and whatever moves a chain bone without such an event is still caught at the next solve."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from pathlib import Path
+
+import bpy
+import pytest
+import rigs
+
+from conftest import MODULE
+
+
+def rig_cache() -> object:
+    return importlib.import_module(f"{MODULE}.rig")
+
+
+def cached(obj: bpy.types.Object) -> object:
+    """The cache's entry for `obj` (what the next solve would use)."""
+    return rig_cache().read_rig(obj)
+
+
+def solve() -> str:
+    """Presses Solve IK: the status line, or the error when refused."""
+    obj = bpy.context.active_object
+    try:
+        assert bpy.ops.tendon.solve() == {"FINISHED"}
+    except RuntimeError as error:
+        return f"refused: {error}"
+    return obj.tendon.status
+
+
+def reached(status: str) -> bool:
+    return "effector(s) reached in Blender's pose" in status
+
+
+def chain_with_target() -> tuple[bpy.types.Object, bpy.types.Object]:
+    """A four-bone chain whose tip reaches, with a chain of three (b1-b3), for a target the
+    chain can reach: where its tip is with those three bones turned."""
+    obj = rigs.chain(4)
+    for name, turn in (("b1", (0.95, 0.2, 0.1, 0.0)), ("b2", (0.95, -0.1, 0.25, 0.1)), ("b3", (0.97, 0.2, 0.0, 0.1))):
+        obj.pose.bones[name].rotation_mode = "QUATERNION"
+        obj.pose.bones[name].rotation_quaternion = turn
+    target = rigs.empty("target", rigs.tail_world(obj, "b3").copy())
+    for name in ("b1", "b2", "b3"):
+        obj.pose.bones[name].rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
+    rigs.update()
+    rigs.add_effector(obj, "b3", target, chain_length=3)
+    return obj, target
+
+
+def test_the_rig_is_built_once_and_each_event_makes_the_cache_forget(tmp_path: Path) -> None:
+    obj, _target = chain_with_target()
+    assert reached(solve())
+    first = cached(obj)
+    assert reached(solve()) and cached(obj) is first, "a solve with nothing changed rebuilt the rig"
+    # A joint limit (its update callback).
+    obj.pose.bones["b1"].tendon.use_limit_x = True
+    limited = cached(obj)
+    assert limited is not first and '"b1"' in limited.rig.to_json()
+    obj.pose.bones["b1"].tendon.limit_roll = 0.3
+    rolled = cached(obj)
+    assert rolled is not limited
+    assert [b["limits"]["roll"] for b in json_bones(rolled) if b["name"] == "b1"] == [pytest.approx(0.3)]
+    # A chain bone renamed: no event says so reliably, but the solve sees its name gone.
+    obj.data.bones["b2"].name = "middle"
+    rigs.update()
+    assert reached(solve())
+    renamed = cached(obj)
+    assert renamed is not rolled and renamed.names[2] == "middle"
+    # The effector's own bone renamed: skipped by its old name, found by its new one.
+    obj.data.bones["b3"].name = "tip"
+    assert "has no bone 'b3' (renamed or deleted?)" in solve()
+    obj.tendon.effectors[0].bone = "tip"
+    assert reached(solve())
+    renamed = cached(obj)
+    # Edit Mode (the relations are rebuilt).
+    bpy.ops.object.mode_set(mode="EDIT")
+    obj.data.edit_bones["tip"].tail.z += 0.1
+    bpy.ops.object.mode_set(mode="POSE")
+    edited = cached(obj)
+    assert edited is not renamed and edited.lengths[3] != renamed.lengths[3]
+    # Undo.
+    bpy.ops.ed.undo_push(message="before")
+    obj.pose.bones["middle"].rotation_quaternion = (0.9, 0.1, 0.0, 0.0)
+    bpy.ops.ed.undo_push(message="after")
+    bpy.ops.ed.undo()
+    obj = bpy.data.objects["Chain"]
+    assert cached(obj) is not edited
+    undone = cached(obj)
+    # A file saved and opened again.
+    path = str(tmp_path / "cache.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    obj = bpy.data.objects["Chain"]
+    rigs.activate(obj)
+    assert cached(obj) is not undone
+    assert reached(solve())
+
+
+def json_bones(entry: object) -> list[dict]:
+    import json
+
+    return json.loads(entry.rig.to_json())["bones"]  # type: ignore[attr-defined]
+
+
+def test_a_constraint_added_after_a_solve_is_refused_at_the_next() -> None:
+    obj, _target = chain_with_target()
+    assert reached(solve())
+    first = cached(obj)
+    constraint = obj.pose.bones["b2"].constraints.new("COPY_ROTATION")
+    constraint.target, constraint.subtarget = obj, "b0"
+    refused = solve()
+    assert refused.startswith("refused") and "Copy Rotation constraint" in refused, refused
+    assert cached(obj) is not first
+    # Muting it, or its influence at zero, is read at each solve (it may be animated).
+    constraint.mute = True
+    assert reached(solve())
+    constraint.mute, constraint.influence = False, 0.0
+    assert reached(solve())
+    constraint.influence = 1.0
+    assert "Copy Rotation constraint" in solve()
+    obj.pose.bones["b2"].constraints.remove(constraint)
+    assert reached(solve())
+
+
+def test_a_driver_added_after_a_solve_is_refused_at_the_next() -> None:
+    obj, _target = chain_with_target()
+    assert reached(solve())
+    driver = obj.pose.bones["b1"].driver_add("rotation_quaternion", 1).driver
+    driver.expression = "0.1"
+    refused = solve()
+    assert "has a driver on its rotation_quaternion" in refused, refused
+    obj.pose.bones["b1"].driver_remove("rotation_quaternion", 1)
+    assert reached(solve())
+
+
+def test_a_bone_that_stops_inheriting_its_parents_rotation_is_still_caught() -> None:
+    """Inheritance options change without an event the cache hears of: the rig keeps what it
+    read, but a chain bone Blender no longer puts where its channels say is refused anyway
+    (here the bone above the chain is turned, so b1 no longer follows it)."""
+    obj, target = chain_with_target()
+    obj.pose.bones["b0"].rotation_mode = "XYZ"
+    obj.pose.bones["b0"].rotation_euler = (0.4, 0.0, 0.2)
+    rigs.update()
+    # The target moves with the bone above the chain, so it stays within reach.
+    target.location = rigs.tail_world(obj, "b3") + 0.3 * (target.location - rigs.tail_world(obj, "b3"))
+    rigs.update()
+    assert reached(solve())
+    obj.data.bones["b1"].use_inherit_rotation = False
+    rigs.update()
+    refused = solve()
+    assert refused.startswith("refused") and "'b1'" in refused, refused
+    assert "Inherit Rotation is off" in refused or "not where its own channels put it" in refused, refused
+    obj.data.bones["b1"].use_inherit_rotation = True
+    rigs.update()
+    assert reached(solve())
+
+
+def test_a_rig_cached_with_another_bone_count_is_built_again() -> None:
+    """A safety net below the events: the pose is read into arrays sized for the cached rig,
+    and a count that does not match (one bone more, or fewer) makes the solve rebuild it."""
+    obj, target = chain_with_target()
+    assert reached(solve())
+    key = (obj.as_pointer(), False)
+    entries = rig_cache()._rigs  # type: ignore[attr-defined]
+    real = entries[key]
+    for count in (real.count - 1, real.count + 1):
+        entries[key] = dataclasses.replace(real, count=count)
+        target.location.x += 0.02
+        rigs.update()
+        assert reached(solve())
+        assert entries[key].count == real.count
+
+
+def test_live_mode_finds_armatures_switched_on_duplicated_or_loaded(tmp_path: Path) -> None:
+    obj, target = chain_with_target()
+    obj.tendon.live = True
+    target.location.z += 0.02
+    rigs.update()
+    assert "Live: 1 effector(s) reached" in obj.tendon.status
+    # A copy of the armature (live mode and all) is found once the relations change.
+    copy = obj.copy()
+    copy.data = obj.data.copy()
+    bpy.context.scene.collection.objects.link(copy)
+    rigs.update()
+    target.location.z -= 0.02
+    rigs.update()
+    assert copy.tendon.status.startswith("Live: 1 effector(s)"), copy.tendon.status
+    path = str(tmp_path / "live.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    target = bpy.data.objects["target"]
+    target.location.z += 0.02
+    rigs.update()
+    obj = bpy.data.objects["Chain"]
+    assert obj.tendon.status.startswith("Live: 1 effector(s)"), obj.tendon.status
