@@ -118,9 +118,13 @@ def inherit_problems(entry: RigEntry, moving: list[int], evaluated: np.ndarray) 
             )
     odd = [bone for bone in moving if bone in entry.inherit_scale and entry.parents[bone] >= 0 and bone not in problems]
     if odd:
-        # Every such bone at once: its parent's scale is one, or uniform where the mode
-        # makes a uniform scale no different from Full.
-        scales = signed_scales(evaluated[[entry.parents[bone] for bone in odd]])
+        # Every such bone at once: its parent's scale is one (the usual case, told by the
+        # lengths of its axes), or uniform where the mode makes that no different from Full.
+        frames = evaluated[[entry.parents[bone] for bone in odd]]
+        lengths = np.sqrt(np.square(frames.reshape(-1, 4, 4)[:, :3, :3]).sum(axis=2))
+        if (np.abs(lengths - 1.0) <= SCALE_TOLERANCE).all():
+            return problems
+        scales = signed_scales(frames)
         unit = (np.abs(scales - 1.0) <= SCALE_TOLERANCE).all(axis=1)
         uniform = np.ptp(scales, axis=1) <= SCALE_TOLERANCE * np.abs(scales).max(axis=1)
         modes = [entry.inherit_scale[bone] for bone in odd]

@@ -140,9 +140,9 @@ def live_switched(settings: Any, context: bpy.types.Context) -> None:
 
 
 @bpy.app.handlers.persistent
-def on_depsgraph_update(scene: bpy.types.Scene, depsgraph: Any = None) -> None:
+def on_depsgraph_update(scene: bpy.types.Scene, _depsgraph: Any = None) -> None:
     global _live
-    if depsgraph is not None and rig.structure_changed(depsgraph):
+    if rig.changed_last_update:
         # Objects may have been added, deleted, renamed or duplicated (live mode and all).
         _live = None
     live_update(scene)

@@ -225,9 +225,16 @@ def structure_changed(depsgraph: Any) -> bool:
     return False
 
 
+#: Whether the last dependency graph update may have changed some armature's bones (live
+#: mode, whose handler runs after this module's, reads it rather than look again).
+changed_last_update = False
+
+
 @bpy.app.handlers.persistent
 def on_depsgraph_update(_scene: bpy.types.Scene, depsgraph: Any = None) -> None:
-    if depsgraph is None or structure_changed(depsgraph):
+    global changed_last_update
+    changed_last_update = depsgraph is None or structure_changed(depsgraph)
+    if changed_last_update:
         clear()
 
 

@@ -109,6 +109,9 @@ class GoalSet:
     #: Each goal's target, armature space (goals, 3).
     points: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.float32))
     warnings: list[str] = field(default_factory=list)
+    #: What the goals follow from (the effectors' settings and which of them became goals),
+    #: under which a rig remembers what it works out from them. Changed by `keep`.
+    key: Any = None
 
     @property
     def use_tail(self) -> list[bool]:
@@ -122,6 +125,7 @@ class GoalSet:
         self.settings = [self.settings[k] for k in kept]
         self.chains = [self.chains[k] for k in kept]
         self.points = self.points[kept]
+        self.key = (self.key, tuple(kept))
 
 
 def effector_label(position: int, bone: str) -> str:
@@ -283,7 +287,8 @@ def build_goals(obj: bpy.types.Object, entry: RigEntry) -> GoalSet:
         found.settings.append(effector)
         found.chains.append((s.bone, s.chain_length))
     found.points = targets.points[0, kept]
-    loops = entry.remember(("loops", effectors, tuple(kept)), lambda: loop_problems(obj, entry, found))
+    found.key = (effectors, tuple(kept))
+    loops = entry.remember(("loops", found.key), lambda: loop_problems(obj, entry, found))
     if loops:
         found.warnings += [warning for _, warning in loops]
         dropped = {k for k, _ in loops}
@@ -346,11 +351,17 @@ def drop_unsolvable(
 ) -> list[int]:
     """Skips, with a warning naming the bone and the reason, each goal whose chain holds a
     bone Blender does not pose from its own channels; returns the bones the kept goals move."""
-    key = tuple(
-        (bone, length, chains.effector_turns(effector))
-        for (bone, length), effector in zip(found.chains, found.settings, strict=True)
+    key = found.key
+    moves, every = entry.remember(
+        ("moves", key),
+        lambda: moving_sets(
+            entry,
+            tuple(
+                (bone, length, chains.effector_turns(effector))
+                for (bone, length), effector in zip(found.chains, found.settings, strict=True)
+            ),
+        ),
     )
-    moves, every = entry.remember(("moves", key), lambda: moving_sets(entry, key))
     mismatched = chains.mismatched_bones(evaluated_rotations, channels[0], np.array(every, np.int64))
     problems = chains.bone_problems(obj, entry, every, mismatched, channels[2], evaluated)
     if not problems:
@@ -559,8 +570,9 @@ def effector_checks(obj: bpy.types.Object, entry: RigEntry, found: GoalSet, eval
     solver's tolerance of its chain's length (measured in the pose before the solve)."""
     relative = obj.tendon.tolerance + MEASURE_SLACK
     use_tail = found.use_tail
-    key = (tuple(found.chains), tuple(use_tail))
-    first, second, owner, tips, tip_owner = entry.remember(("reach", key), lambda: reach_segments(entry, *key))
+    first, second, owner, tips, tip_owner = entry.remember(
+        ("reach", found.key), lambda: reach_segments(entry, tuple(found.chains), tuple(use_tail))
+    )
     # From the chain's top head through each head to the effector point, all chains at once.
     heads = evaluated[:, 12:15]
     reach = np.bincount(owner, np.linalg.norm(heads[first] - heads[second], axis=1), minlength=len(use_tail))
