@@ -1,12 +1,13 @@
 """Tendon: fast, exact inverse kinematics for armatures (the Blender extension).
 
 The modules register in order; each lists its classes in ``classes`` and may have its own
-``register``/``unregister`` for what is not a class (properties on Blender types, handlers).
+``register``/``unregister`` for what is not a class (properties on Blender types, handlers,
+listeners). The rig cache registers before live mode: its handlers must see an update first.
 """
 
-from . import bridge, operators, preferences, props, ui
+from . import live, operators, preferences, props, rig, ui
 
-MODULES = (props, bridge, operators, ui, preferences)
+MODULES = (props, rig, live, operators, ui, preferences)
 
 
 def register() -> None:

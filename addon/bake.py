@@ -1,219 +1,477 @@
-"""Writing keys into actions, for Blender 4.2 (``action.fcurves``) and the slotted actions
-of 4.4 and later (action -> slot -> layer -> strip -> channelbag). Keys go in bulk:
-``keyframe_points.add`` then ``foreach_set``; keys outside the baked range are kept with
-every attribute (handles, their types, interpolation, easing, key type)."""
+"""Baking: an armature's effectors (and spring chains) solved over a frame range and keyed.
+
+Sampling gathers, per frame, the targets' world matrices and, when the scene must be
+evaluated frame by frame, the animated pose; `space.armature_targets` turns the targets
+into armature space for every frame at once, one native call solves every frame, and
+``keys.py`` writes the keys in bulk. The fast path reads plain target F-curves directly
+(one native call per curve) without changing frame at all.
+"""
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
 from typing import Any
 
 import bpy
 import numpy as np
+from mathutils import Vector
 
-#: Whether this Blender has slotted actions (4.4 and later).
-SLOTTED = "slots" in bpy.types.Action.bl_rna.properties
-
-#: Keyframe attributes copied when keys are kept: name -> (values per key, dtype).
-KEY_ATTRIBUTES = {
-    "co": (2, np.float32),
-    "handle_left": (2, np.float32),
-    "handle_right": (2, np.float32),
-    "handle_left_type": (1, np.int32),
-    "handle_right_type": (1, np.int32),
-    "interpolation": (1, np.int32),
-    "easing": (1, np.int32),
-    "type": (1, np.int32),
-    "back": (1, np.float32),
-    "amplitude": (1, np.float32),
-    "period": (1, np.float32),
-}
-
-
-def key_arrays(
-    points: Any, names: tuple[str, ...] = ("co", "handle_left", "handle_right", "interpolation")
-) -> dict[str, np.ndarray]:
-    """Keyframe attributes of an F-curve's keys in bulk: name -> (keys, width) array."""
-    count = len(points)
-    arrays = {}
-    for name in names:
-        width, dtype = KEY_ATTRIBUTES[name]
-        buffer = np.empty(count * width, dtype)
-        points.foreach_get(name, buffer)
-        arrays[name] = buffer.reshape(count, width) if width > 1 else buffer
-    return arrays
+from . import keys, native, pose, space
+from .live import live_suspended
+from .native import TendonUserError
+from .rig import RigEntry, read_rig
+from .solve import (
+    UNCHANGED,
+    apply_scales,
+    armature_problem,
+    build_goals,
+    chain_bones,
+    drop_unsolvable,
+    effector_label,
+    effector_target_scale,
+    scale_targets,
+    set_reference,
+    solver_for,
+)
 
 
-def enum_value(attribute: str, identifier: str) -> int:
-    """The integer ``foreach_set`` takes for a keyframe enum item."""
-    return bpy.types.Keyframe.bl_rna.properties[attribute].enum_items[identifier].value
+@dataclass
+class BakeSettings:
+    """What `Baker` bakes and where the keys go."""
+
+    frame_start: int
+    frame_end: int
+    step: int = 1
+    #: Key every bone (True) or only the bones the effectors' chains move.
+    all_bones: bool = False
+    #: Keys go into a new action (a copy of the current one) or replace the baked range
+    #: and channels of the current action.
+    new_action: bool = True
+    #: Each frame starts from the previous frame's solution (True) or from the animated pose.
+    path_dependent: bool = True
+    interpolation: str = "LINEAR"
 
 
-#: Keyframe interpolations the native curve evaluation handles.
-PLAIN_INTERPOLATIONS = tuple(enum_value("interpolation", name) for name in ("CONSTANT", "LINEAR", "BEZIER"))
+@dataclass
+class BakeOutcome:
+    frames: int
+    bones: int
+    keys: int
+    seconds: float
+    sampling: str
+    frames_reached: int
+    largest_error: float
+    action: str
+    warnings: list[str]
+
+    def summary(self) -> str:
+        return (
+            f"Baked {self.frames} frame(s) of {self.bones} bone(s) into '{self.action}': {self.keys} keys "
+            f"in {self.seconds:.2f} s ({self.sampling}); targets reached on {self.frames_reached} frame(s), "
+            f"largest error {self.largest_error:.2g}"
+        )
 
 
-def assigned_slot(id_data: bpy.types.ID) -> Any:
-    anim = id_data.animation_data
-    return getattr(anim, "action_slot", None) if anim else None
+#: Frames sampled per step when the scene is evaluated frame by frame (a progress tick).
+SAMPLE_CHUNK = 25
 
 
-def channelbag(action: bpy.types.Action, slot: Any, create: bool) -> Any:
-    """The F-curve container of `slot` in `action` (4.4+), or None when it has none."""
-    from bpy_extras import anim_utils
+class Baker:
+    """Bakes an armature's effectors over a frame range, in steps the UI can show and
+    cancel: `step()` samples the targets (and, when needed, the animated pose) a chunk of
+    frames at a time, `finish()` solves every frame in one native call and writes the keys,
+    `cancel()` puts the scene back. Nothing in the file changes before `finish()`."""
 
-    if not create:
-        return anim_utils.action_get_channelbag_for_slot(action, slot)
-    # 5.0 added this helper; 4.4 and 4.5 lack it, so walk the same way it does there.
-    ensure = getattr(anim_utils, "action_ensure_channelbag_for_slot", None)
-    if ensure is not None:
-        return ensure(action, slot)
-    layer = action.layers[0] if action.layers else action.layers.new("Layer")
-    strip = layer.strips[0] if layer.strips else layer.strips.new(type="KEYFRAME")
-    return strip.channelbag(slot, ensure=True)
+    def __init__(self, scene: bpy.types.Scene, obj: bpy.types.Object, settings: BakeSettings) -> None:
+        problem = armature_problem(obj, need_pose_mode=False)
+        if problem:
+            raise TendonUserError(problem)
+        if settings.step < 1:
+            raise TendonUserError(f"Frame step {settings.step} must be at least 1")
+        self.frames = np.arange(settings.frame_start, settings.frame_end + 1, settings.step)
+        if len(self.frames) == 0:
+            raise TendonUserError(
+                f"Frame range {settings.frame_start} to {settings.frame_end} is empty: "
+                "the start frame is after the end frame"
+            )
+        self.started = time.perf_counter()
+        self.scene, self.obj, self.settings = scene, obj, settings
+        self.original_frame = (scene.frame_current, scene.frame_subframe)
+        self.entry = read_rig(obj)
+        self.found = build_goals(obj, self.entry)
+        channels = pose.channel_pose(obj, self.entry, pose.read_matrices(obj, self.entry, "matrix_basis"))
+        if self.found.goals:
+            # The same refusals as a single solve, judged at the current frame.
+            evaluated, (evaluated_rotations, _, _) = pose.evaluated_pose(obj, self.entry)
+            drop_unsolvable(obj, self.entry, self.found, evaluated, evaluated_rotations, channels)
+        self.springs = spring_chains(obj, self.entry, self.found.warnings)
+        if not self.found.goals and not self.springs:
+            reasons = "; ".join(self.found.warnings) or "add an effector or a spring chain first"
+            raise TendonUserError(f"Armature '{obj.name}' has nothing to bake: {reasons}")
+        self.solver = solver_for(obj.tendon)
+        if self.found.goals:
+            set_reference(self.solver, obj, self.entry, channels[0])
+        chains: set[int] = set()
+        for bone, chain_length in self.found.chains:
+            chains.update(chain_bones(self.entry, bone, chain_length))
+        for spring in self.springs:
+            chains.update(spring.bones)
+        self.scale_plans = scale_targets(obj, self.entry, self.found)
+        self.scaled = sorted({b for plan in self.scale_plans for b in plan.bones})
+        self.keyed = list(range(len(self.entry.names))) if settings.all_bones else sorted(chains)
+        affecting = set()
+        for bone in chains:
+            affecting.update(chain_bones(self.entry, bone, 0))
+        self.slow_reason = self.needs_scene_evaluation(affecting)
+        frames, goals, n = len(self.frames), len(self.found.goals), len(self.entry.names)
+        effectors = [obj.tendon.effectors[i] for i in self.found.effectors]
+        self.effectors = effectors
+        self.uses_rotation = any(g.rotation is not None for g in self.found.goals)
+        self.uses_pole = any(g.pole is not None for g in self.found.goals)
+        #: Per frame, world to armature space (frames, 4, 4), the targets' world points
+        #: (frames, goals, 3) and rotations (frames, goals, 3, 3, when a goal has a rotation
+        #: target), and the poles' world points (frames, goals, 3).
+        self.to_armature = np.empty((frames, 4, 4), np.float64)
+        self.target_points = np.empty((frames, goals, 3), np.float64)
+        self.target_turns = np.empty((frames, goals, 3, 3), np.float64) if self.uses_rotation else None
+        self.pole_points = np.zeros((frames, goals, 3), np.float64)
+        self.scale_goals = np.ones((frames, len(self.scale_plans), 3), np.float32)
+        self.per_frame_pose = self.slow_reason is not None
+        if self.per_frame_pose:
+            self.basis = np.empty((frames, n * 16), np.float32)
+        self.static_pose = channels
+        self.sampled = 0
+        #: Rotations of bones scaled to zero on an axis, from their channels: (frame index,
+        #: bone) -> (w, x, y, z) (see `pose.collapsed_rotations`).
+        self.collapsed: dict[tuple[int, int], tuple[float, ...]] = {}
+        #: Bones whose translation the solve changed (a root with `move_root`).
+        self.moved: list[int] = []
+        self.pose: tuple[np.ndarray, ...] = channels
 
-
-def fcurves_of(id_data: bpy.types.ID) -> Any:
-    """The F-curves animating `id_data` through its assigned action, or None."""
-    anim = id_data.animation_data
-    if anim is None or anim.action is None:
+    # The fast path reads target F-curves directly; anything it cannot see through (parents,
+    # constraints, drivers, NLA, animated chains) makes the bake evaluate the scene per frame.
+    def needs_scene_evaluation(self, affecting: set[int]) -> str | None:
+        obj = self.obj
+        if obj.parent is not None or len(obj.constraints):
+            return f"armature '{obj.name}' has a parent or constraints"
+        reason = animation_reason(obj, allowed_paths=())
+        if reason:
+            animated_bones = animated_pose_bones(obj)
+            names = {self.entry.names[i] for i in affecting}
+            if reason != "pose bones" or (self.settings.all_bones and animated_bones) or animated_bones & names:
+                return f"armature '{obj.name}' is animated ({reason})"
+        for position in self.found.effectors:
+            effector = obj.tendon.effectors[position]
+            for target, subtarget in space.target_objects(effector):
+                if subtarget and target.type == "ARMATURE":
+                    return f"a target is the bone '{subtarget}'"
+                if target.parent is not None or len(target.constraints):
+                    return f"target '{target.name}' has a parent or constraints"
+                if (
+                    any(target.delta_location)
+                    or any(target.delta_rotation_euler)
+                    or target.delta_scale[:]
+                    != (
+                        1.0,
+                        1.0,
+                        1.0,
+                    )
+                ):
+                    return f"target '{target.name}' has delta transforms"
+                allowed = ("location", "scale") if effector.use_rotation or effector.use_scale else ("location",)
+                reason = animation_reason(target, allowed_paths=allowed)
+                if reason:
+                    return f"target '{target.name}' is animated ({reason})"
         return None
-    if SLOTTED:
-        slot = anim.action_slot
-        if slot is None:
-            return None
-        bag = channelbag(anim.action, slot, create=False)
-        return bag.fcurves if bag else None
-    return anim.action.fcurves
 
+    @property
+    def sampling(self) -> str:
+        if self.slow_reason:
+            return f"scene evaluated per frame: {self.slow_reason}"
+        return "target F-curves read directly"
 
-def action_fcurves(action: bpy.types.Action, id_data: bpy.types.ID) -> Any:
-    """The F-curves `action` holds for `id_data` (any action, assigned or not: a pose
-    asset, say): the slot assigned to `id_data` when it is this action, else the slot
-    named for it, else the action's first object slot (4.4+); the action's F-curves (4.2)."""
-    if not SLOTTED:
-        return action.fcurves
-    anim = id_data.animation_data
-    slot = anim.action_slot if anim is not None and anim.action == action else None
-    if slot is None:
-        slots = [s for s in action.slots if s.target_id_type in {"OBJECT", "UNSPECIFIED"}]
-        named = [s for s in slots if s.name_display == id_data.name]
-        slot = (named or slots or [None])[0]
-    if slot is None:
-        return []
-    bag = channelbag(action, slot, create=False)
-    return bag.fcurves if bag else []
+    def step(self) -> float:
+        """Samples the next chunk of frames; returns the fraction sampled so far."""
+        with live_suspended():
+            if self.per_frame_pose:
+                self.sample_scene(self.sampled, min(self.sampled + SAMPLE_CHUNK, len(self.frames)))
+            else:
+                self.sample_fcurves()
+        return self.sampled / len(self.frames)
 
+    def sample_fcurves(self) -> None:
+        """Every frame at once from the targets' F-curves: their world locations (no
+        parent, constraint or delta transform moves them), the rest of each target's
+        matrix as it is now."""
+        self.to_armature[:] = np.array(space.world_to_armature(self.obj), np.float64)
+        for k, effector in enumerate(self.effectors):
+            self.target_points[:, k] = object_locations(effector.target, self.frames)
+            if self.target_turns is not None:
+                self.target_turns[:, k] = np.array(effector.target.matrix_world.to_3x3(), np.float64)
+            if effector.pole_target is not None:
+                self.pole_points[:, k] = object_locations(effector.pole_target, self.frames)
+        armature_scale = np.array(self.obj.matrix_world.to_scale(), np.float32)
+        for k, plan in enumerate(self.scale_plans):
+            target = self.obj.tendon.effectors[plan.effector].target
+            self.scale_goals[:, k] = object_channel(target, "scale", self.frames) / armature_scale
+        self.sampled = len(self.frames)
 
-def find_fcurve(id_data: bpy.types.ID, data_path: str, index: int) -> bpy.types.FCurve | None:
-    fcurves = fcurves_of(id_data)
-    return fcurves.find(data_path, index=index) if fcurves is not None else None
+    def sample_scene(self, first: int, end: int) -> None:
+        """Frames `first` to `end` (indices) from the evaluated scene, one by one."""
+        obj, scene, entry = self.obj, self.scene, self.entry
+        for t in range(first, end):
+            frame = int(self.frames[t])
+            scene.frame_set(frame)
+            self.to_armature[t] = space.world_to_armature(obj, frame)
+            for k, effector in enumerate(self.effectors):
+                label = effector_label(self.found.effectors[k], effector.bone)
+                target = space.target_world_matrix(effector.target, effector.subtarget, label)
+                self.target_points[t, k] = target.translation
+                if self.target_turns is not None:
+                    self.target_turns[t, k] = target.to_3x3()
+                if effector.pole_target is not None:
+                    pole = space.target_world_matrix(effector.pole_target, effector.pole_subtarget, label)
+                    self.pole_points[t, k] = pole.translation
+            for k, plan in enumerate(self.scale_plans):
+                self.scale_goals[t, k] = effector_target_scale(obj, obj.tendon.effectors[plan.effector])
+            obj.pose.bones.foreach_get("matrix_basis", self.basis[t])
+            if not entry.pose_in_order:
+                self.basis[t] = self.basis[t].reshape(-1, 16)[entry.pose_order].ravel()
+            frame_basis = self.basis[t].reshape(-1, 4, 4)[:, :3, :3]
+            # Bones scaled to zero on an axis lose their rotation in the matrix: keep their
+            # channels' (a cheap test, and nothing more, for every usual frame).
+            if np.einsum("bij,bij->bi", frame_basis, frame_basis).min() <= pose.COLLAPSED_SCALE**2:
+                scales = np.linalg.norm(frame_basis, axis=2)
+                for bone, rotation in pose.collapsed_rotations(obj, entry, scales).items():
+                    self.collapsed[(t, bone)] = rotation
+        self.sampled = end
 
+    def solve(self) -> Any:
+        tendon = native.native()
+        targets = space.armature_targets(
+            self.to_armature, self.target_points, self.target_turns, self.pole_points if self.uses_pole else None
+        )
+        extra: dict[str, Any] = {}
+        if self.uses_rotation:
+            extra["rotation_targets"] = targets.rotations
+        if self.uses_pole:
+            extra["poles"] = targets.poles
+        self.pose = self.frame_poses()
+        try:
+            return self.solver.solve_frames(
+                self.entry.rig,
+                self.found.goals,
+                targets.points,
+                *self.pose,
+                warm=self.settings.path_dependent,
+                **extra,
+            )
+        except tendon.TendonError as error:
+            raise TendonUserError(f"Armature '{self.obj.name}': {error}") from error
 
-def ensure_fcurve(action: bpy.types.Action, slot: Any, data_path: str, index: int, group: str) -> bpy.types.FCurve:
-    if SLOTTED:
-        bag = channelbag(action, slot, create=True)
-        found = bag.fcurves.find(data_path, index=index)
-        if found is not None:
-            return found
-        # `fcurves.new(group_name=)` is 5.0 only; assigning the group works from 4.4 on.
-        fcurve = bag.fcurves.new(data_path, index=index)
-        fcurve.group = bag.groups.get(group) or bag.groups.new(group)
-        return fcurve
-    found = action.fcurves.find(data_path, index=index)
-    return found if found is not None else action.fcurves.new(data_path, index=index, action_group=group)
-
-
-def prepare_action(obj: bpy.types.Object, new_action: bool) -> tuple[bpy.types.Action, Any, bpy.types.Action | None]:
-    """The action keys go into, its slot (4.4+, else None), and the previously assigned
-    action. A new action starts as a copy of the current one (so every other channel keeps
-    playing), gets the current one's slot, and is assigned; the old one is kept with a fake
-    user so saving does not drop it."""
-    anim = obj.animation_data or obj.animation_data_create()
-    old = anim.action
-    if not new_action and old is not None:
-        action = old
-    else:
-        if old is not None:
-            action = old.copy()
-            old.use_fake_user = True
+    def frame_poses(self) -> tuple[np.ndarray, ...]:
+        """The start pose: one, or one per frame (animated, or with scale targets applied)."""
+        n, frames = len(self.entry.names), len(self.frames)
+        if self.per_frame_pose:
+            start = pose.channel_pose(self.obj, self.entry, self.basis.reshape(frames, n, 16), current=False)
+            for (t, bone), rotation in self.collapsed.items():
+                start[0][t, bone] = rotation
+        elif self.scale_plans or self.springs:
+            start = tuple(np.repeat(array[None], frames, axis=0) for array in self.static_pose)
         else:
-            action = bpy.data.actions.new(f"{obj.name}Action")
-        action.name = f"{old.name if old else obj.name}.tendon"
-        old_slot = assigned_slot(obj)
-        anim.action = action
-        if SLOTTED and old_slot is not None and anim.action_slot is None:
-            matching = [s for s in action.slots if s.identifier == old_slot.identifier]
-            if matching:
-                anim.action_slot = matching[0]
-    slot = None
-    if SLOTTED:
-        slot = anim.action_slot
-        if slot is None:
-            slot = action.slots.new(id_type="OBJECT", name=obj.name)
-            anim.action_slot = slot
-    return action, slot, old
+            return self.static_pose
+        if self.scale_plans:
+            scales = start[2].copy()
+            for t in range(frames):
+                apply_scales(self.scale_plans, self.scale_goals[t], scales[t])
+            start = (start[0], start[1], scales)
+        return start
+
+    def simulate_springs(self, rotations: np.ndarray) -> np.ndarray:
+        """Runs each spring chain through the frame range on top of the solved pose."""
+        if not self.springs:
+            return rotations
+        tendon, scene = native.native(), self.scene
+        fps = scene.render.fps / scene.render.fps_base
+        dt = self.settings.step / fps
+        gravity = scene.gravity if scene.use_gravity else (0.0, 0.0, 0.0)
+        to_armature = space.world_to_armature(self.obj).to_3x3()
+        _, translations, scales = self.pose
+        for spring in self.springs:
+            item = self.obj.tendon.springs[spring.item]
+            armature_gravity = to_armature @ (Vector(gravity) * item.gravity)
+            try:
+                simulation = tendon.SpringSimulation(
+                    self.entry.rig,
+                    [(spring.tip, spring.chain_length, [item.mass] * len(spring.bones))],
+                    gravity=tuple(armature_gravity),
+                    damping=item.damping,
+                    stiffness=item.stiffness,
+                )
+                rotations = simulation.simulate(rotations, dt, translations, scales)
+            except tendon.TendonError as error:
+                raise TendonUserError(f"Spring chain of bone '{item.bone}': {error}") from error
+        return rotations
+
+    def finish(self) -> BakeOutcome:
+        """Solves every frame in one call and writes the keys."""
+        while self.sampled < len(self.frames):
+            self.step()
+        if self.per_frame_pose:
+            self.restore_frame()
+        if self.found.goals:
+            result = self.solve()
+            reached, largest = int(np.count_nonzero(result.reached)), float(result.residual.max())
+            solved = result.rotations
+            if self.obj.tendon.move_root:
+                # The root's solved translations feed the springs and are keyed.
+                translations = result.translations
+                start = self.pose[1] if self.pose[1].ndim == 3 else np.broadcast_to(self.pose[1], translations.shape)
+                self.moved = sorted(np.nonzero(np.abs(translations - start).max(axis=(0, 2)) > UNCHANGED)[0].tolist())
+                self.pose = (self.pose[0], translations, self.pose[2])
+        else:
+            self.pose = self.frame_poses()
+            reached, largest, solved = len(self.frames), 0.0, self.pose[0]
+        solved = self.simulate_springs(solved)
+        if not np.isfinite(solved).all():
+            raise TendonUserError(
+                f"Armature '{self.obj.name}': the solver produced non-finite rotations; nothing baked"
+            )
+        obj, tendon, names = self.obj, native.native(), self.entry.names
+        action, slot, _old = keys.prepare_action(obj, self.settings.new_action)
+        frames = self.frames.astype(np.float32)
+        span = (float(self.frames[0]), float(self.frames[-1]))
+        interpolation = self.settings.interpolation
+        # Each bone's keys start nearest its current channels (read in bulk, by mode).
+        previous = {
+            bone: (mode, before)
+            for mode, bones, channels in pose.previous_channels(obj, self.entry, np.array(self.keyed, np.int64))
+            for bone, before in zip(bones.tolist(), channels, strict=True)
+        }
+        written = 0
+        for bone in self.keyed:
+            mode, before = previous[bone]
+            channels = tendon.rotation_channels(solved[:, bone], mode, before[None], series=True)
+            written += keys.write_bone_channels(
+                action, slot, names[bone], pose.rotation_channel(mode)[0], frames, channels, interpolation, span
+            )
+        for bone in self.moved:
+            written += keys.write_bone_channels(
+                action, slot, names[bone], "location", frames, self.pose[1][:, bone], interpolation, span
+            )
+        scales = self.pose[2]
+        for bone in self.scaled:
+            written += keys.write_bone_channels(
+                action, slot, names[bone], "scale", frames, scales[:, bone], interpolation, span
+            )
+        self.restore_frame()
+        return BakeOutcome(
+            frames=len(self.frames),
+            bones=len(set(self.keyed) | set(self.scaled) | set(self.moved)),
+            keys=written,
+            seconds=time.perf_counter() - self.started,
+            sampling=self.sampling,
+            frames_reached=reached,
+            largest_error=largest,
+            action=action.name,
+            warnings=self.found.warnings,
+        )
+
+    def restore_frame(self) -> None:
+        with live_suspended():
+            self.scene.frame_set(self.original_frame[0], subframe=self.original_frame[1])
+
+    def cancel(self) -> None:
+        """Leaves the scene as it was (nothing was written)."""
+        # A frame refused mid-chunk leaves `sampled` behind the frame the scene is on.
+        if self.per_frame_pose and (self.sampled or self.scene.frame_current != self.original_frame[0]):
+            self.restore_frame()
 
 
-def replace_keys(
-    fcurve: bpy.types.FCurve, frames: np.ndarray, values: np.ndarray, interpolation: str, span: tuple[float, float]
-) -> None:
-    """Replaces the keys of `fcurve` whose frame lies in `span` (inclusive) by keys at
-    `frames` with `values`; every other key is kept as it was."""
+def animated_pose_bones(obj: bpy.types.Object) -> set[str]:
+    """Names of the pose bones the object's action animates."""
+    names = set()
+    for fcurve in keys.fcurves_of(obj) or ():
+        if fcurve.data_path.startswith('pose.bones["'):
+            names.add(fcurve.data_path[len('pose.bones["') :].split('"]', 1)[0])
+    return names
+
+
+def animation_reason(id_data: bpy.types.ID, allowed_paths: tuple[str, ...]) -> str | None:
+    """Why `id_data`'s animation is more than F-curves on `allowed_paths` of its own
+    action ("pose bones" when the only extra curves animate pose bones), or None."""
+    anim = id_data.animation_data
+    if anim is None:
+        return None
+    if len(anim.drivers):
+        return "drivers"
+    if any(not track.mute for track in anim.nla_tracks):
+        return "NLA tracks"
+    other = [fc.data_path for fc in keys.fcurves_of(id_data) or () if fc.data_path not in allowed_paths]
+    if not other:
+        return None
+    if all(path.startswith("pose.bones[") for path in other):
+        return "pose bones"
+    return f"'{other[0]}'"
+
+
+def object_channel(obj: bpy.types.Object, channel: str, frames: np.ndarray) -> np.ndarray:
+    """An object's `location` or `scale` at each frame, (frames, 3), from its F-curves."""
+    values = np.tile(np.array(getattr(obj, channel), np.float32), (len(frames), 1))
+    for axis in range(3):
+        fcurve = keys.find_fcurve(obj, channel, axis)
+        if fcurve is not None and not fcurve.mute:
+            values[:, axis] = sample_fcurve(fcurve, frames)
+    return values
+
+
+def sample_fcurve(fcurve: bpy.types.FCurve, frames: np.ndarray) -> np.ndarray:
+    """An F-curve's values at `frames`: in one native call when the curve is plain keys
+    (constant, linear or Bezier, constant extrapolation, no modifiers), else through
+    Blender's own evaluation frame by frame."""
     points = fcurve.keyframe_points
-    count = len(points)
-    added = len(frames)
-    if count == 0:
-        # A fresh curve: new keys already have Blender's defaults but for these two.
-        points.add(added)
-        points.foreach_set("co", np.stack([frames, values], axis=1).astype(np.float32).ravel())
-        points.foreach_set("interpolation", np.full(added, enum_value("interpolation", interpolation), np.int32))
-        fcurve.update()
-        return
-    kept = {name: array.reshape(count, -1) for name, array in key_arrays(points, tuple(KEY_ATTRIBUTES)).items()}
-    outside = (kept["co"][:, 0] < span[0] - 1e-4) | (kept["co"][:, 0] > span[1] + 1e-4)
-    kept = {name: array[outside] for name, array in kept.items()}
-    co = np.stack([frames, values], axis=1).astype(np.float32)
-    new = {
-        "co": co,
-        "handle_left": co,
-        "handle_right": co,
-        "handle_left_type": np.full((added, 1), enum_value("handle_left_type", "AUTO_CLAMPED"), np.int32),
-        "handle_right_type": np.full((added, 1), enum_value("handle_right_type", "AUTO_CLAMPED"), np.int32),
-        "interpolation": np.full((added, 1), enum_value("interpolation", interpolation), np.int32),
-        "easing": np.full((added, 1), enum_value("easing", "AUTO"), np.int32),
-        "type": np.full((added, 1), enum_value("type", "KEYFRAME"), np.int32),
-        "back": np.full((added, 1), 1.70158, np.float32),
-        "amplitude": np.full((added, 1), 0.8, np.float32),
-        "period": np.full((added, 1), 4.1, np.float32),
-    }
-    merged = {name: np.concatenate([kept[name], new[name]]) for name in KEY_ATTRIBUTES}
-    order = np.argsort(merged["co"][:, 0], kind="stable")
-    points.clear()
-    points.add(len(order))
-    for name in KEY_ATTRIBUTES:
-        points.foreach_set(name, np.ascontiguousarray(merged[name][order]).ravel())
-    fcurve.update()
+    plain = not len(fcurve.modifiers) and fcurve.extrapolation == "CONSTANT" and len(points)
+    if plain:
+        arrays = keys.key_arrays(points)
+        if np.isin(arrays["interpolation"], keys.PLAIN_INTERPOLATIONS).all():
+            return native.native().evaluate_fcurve(
+                arrays["co"], arrays["handle_left"], arrays["handle_right"], arrays["interpolation"], frames
+            )
+    return np.array([fcurve.evaluate(float(frame)) for frame in frames], np.float32)
 
 
-def rotation_channel(mode: str) -> str:
-    """The pose-bone property holding rotations in `mode`."""
-    return {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}.get(mode, "rotation_euler")
+def object_locations(obj: bpy.types.Object, frames: np.ndarray) -> np.ndarray:
+    """An unparented object's location at each frame, (frames, 3), from its F-curves."""
+    return object_channel(obj, "location", frames)
 
 
-def write_bone_channels(
-    action: bpy.types.Action,
-    slot: Any,
-    bone: str,
-    channel: str,
-    frames: np.ndarray,
-    values: np.ndarray,
-    interpolation: str,
-    span: tuple[float, float],
-) -> int:
-    """Keys one bone property (`rotation_euler`, `scale`, ...), frames x components, in
-    `action`; returns the keys written."""
-    data_path = f'pose.bones["{bpy.utils.escape_identifier(bone)}"].{channel}'
-    for index in range(values.shape[1]):
-        fcurve = ensure_fcurve(action, slot, data_path, index, bone)
-        replace_keys(fcurve, frames, values[:, index], interpolation, span)
-    return values.size
+@dataclass
+class SpringPlan:
+    """An enabled spring chain whose bones exist."""
+
+    item: int
+    tip: int
+    chain_length: int
+    bones: list[int]
+
+
+def spring_chains(obj: bpy.types.Object, entry: RigEntry, warnings: list[str]) -> list[SpringPlan]:
+    """The armature's enabled spring chains; broken ones are named in `warnings`."""
+    plans = []
+    taken: set[int] = set()
+    for position, item in enumerate(obj.tendon.springs):
+        if not item.enabled:
+            continue
+        tip = entry.index.get(item.bone)
+        label = f"spring chain {position + 1} ('{item.bone}')"
+        if tip is None:
+            warnings.append(f"{label}: armature '{obj.name}' has no bone '{item.bone}'; skipped")
+            continue
+        bones = chain_bones(entry, tip, item.chain_length)
+        if taken & set(bones):
+            warnings.append(f"{label} shares bones with another spring chain; skipped")
+            continue
+        taken.update(bones)
+        plans.append(SpringPlan(position, tip, len(bones), bones))
+    return plans

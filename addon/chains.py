@@ -6,15 +6,25 @@ rest offset, times its own channels. Real rigs break that for some bones (constr
 drivers, inheritance options). Bones outside the chains may do anything: the solve starts
 from where Blender really puts them (`evaluated_pose`). A bone the solve turns must be posed
 by its own channels, or it is refused here with its name and the reason; never a silent miss.
+
+The checks cost next to nothing per solve: which bones carry constraints or drivers comes
+from the rig cache (``rig.py``); what changes without an event that would invalidate it
+(constraint influence and muting, inheritance options, pose scale, and where Blender
+actually puts each bone) is read in bulk at each solve, for the moving bones only.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import bpy
 import numpy as np
+
+from .pose import COLLAPSED_SCALE
+
+if TYPE_CHECKING:
+    from .rig import RigEntry
 
 #: Constraint types that never change a bone's rotation or location: a chain bone may carry
 #: them (Rigify's MCH bones copy scale).
@@ -28,9 +38,6 @@ UNIFORM_SCALE_MODES = frozenset({"FULL", "FIX_SHEAR", "ALIGNED", "AVERAGE"})
 CHANNEL_MISMATCH = 1e-4
 #: Relative spread below which a scale counts as uniform, or as one.
 SCALE_TOLERANCE = 1e-5
-#: A pose scale this small on an axis flattens the bone and every bone under it: their
-#: rotations can no longer be read from (or written into) their frames.
-COLLAPSED_SCALE = 1e-6
 
 
 def chain_bones(parents: list[int], bone: int, chain_length: int) -> list[int]:
@@ -69,8 +76,9 @@ def driven_bones(obj: bpy.types.Object) -> dict[str, str]:
     return driven
 
 
-def bone_problem(pose_bone: bpy.types.PoseBone, driven: dict[str, str]) -> str | None:
-    """Why Blender would not pose `pose_bone` from its own channels, or None."""
+def constraint_problem(pose_bone: bpy.types.PoseBone, driven: dict[str, str]) -> str | None:
+    """Why a constraint or driver keeps Blender from posing `pose_bone` from its own
+    channels, or None."""
     name = pose_bone.name
     for constraint in pose_bone.constraints:
         harmless = SCALE_ONLY_CONSTRAINTS | CLAMPING_CONSTRAINTS
@@ -87,20 +95,43 @@ def bone_problem(pose_bone: bpy.types.PoseBone, driven: dict[str, str]) -> str |
         )
     if name in driven:
         return f"bone '{name}' has a driver on its {driven[name]}: shorten the chain, or remove the driver"
-    bone = pose_bone.bone
-    if not bone.use_inherit_rotation:
-        return f"bone '{name}' does not inherit its parent's rotation (Inherit Rotation is off)"
-    parent = pose_bone.parent
-    if parent is not None and bone.inherit_scale != "FULL":
-        scale = np.array(parent.matrix.to_scale(), np.float64)
-        unit = bool(np.all(np.abs(scale - 1.0) <= SCALE_TOLERANCE))
-        uniform = float(np.ptp(scale)) <= SCALE_TOLERANCE * float(np.abs(scale).max())
-        if not (unit or (uniform and bone.inherit_scale in UNIFORM_SCALE_MODES)):
-            return (
-                f"bone '{name}' inherits scale as '{bone.inherit_scale}' under a scaled parent "
-                f"('{parent.name}'), which Tendon does not model"
-            )
     return None
+
+
+def signed_scales(matrices: np.ndarray) -> np.ndarray:
+    """The scale of (k, 16) column-major matrices as ``Matrix.to_scale`` gives it: column
+    lengths, all negated when the frame is mirrored."""
+    frames = matrices.reshape(-1, 4, 4)[:, :3, :3].astype(np.float64)
+    lengths = np.linalg.norm(frames, axis=2)
+    return lengths * np.where(np.linalg.det(frames) < 0.0, -1.0, 1.0)[:, None]
+
+
+def inherit_problems(entry: RigEntry, moving: list[int], evaluated: np.ndarray) -> dict[int, str]:
+    """The moving bones (rig indices) whose inheritance options Tendon does not model:
+    Inherit Rotation off, or Inherit Scale other than Full under a parent whose scale
+    (in Blender's evaluated pose) makes a difference."""
+    problems = {}
+    for bone in moving:
+        if bone in entry.no_inherit_rotation:
+            problems[bone] = (
+                f"bone '{entry.names[bone]}' does not inherit its parent's rotation (Inherit Rotation is off)"
+            )
+    odd = [bone for bone in moving if bone in entry.inherit_scale and entry.parents[bone] >= 0 and bone not in problems]
+    if odd:
+        # Every such bone at once: its parent's scale is one, or uniform where the mode
+        # makes a uniform scale no different from Full.
+        scales = signed_scales(evaluated[[entry.parents[bone] for bone in odd]])
+        unit = (np.abs(scales - 1.0) <= SCALE_TOLERANCE).all(axis=1)
+        uniform = np.ptp(scales, axis=1) <= SCALE_TOLERANCE * np.abs(scales).max(axis=1)
+        modes = [entry.inherit_scale[bone] for bone in odd]
+        harmless = unit | (uniform & np.array([mode in UNIFORM_SCALE_MODES for mode in modes]))
+        for bone, mode in zip(np.array(odd)[~harmless].tolist(), np.array(modes)[~harmless].tolist(), strict=True):
+            parent = entry.names[entry.parents[bone]]
+            problems[bone] = (
+                f"bone '{entry.names[bone]}' inherits scale as '{mode}' under a scaled parent "
+                f"('{parent}'), which Tendon does not model"
+            )
+    return problems
 
 
 def miss_notes(obj: bpy.types.Object, names: list[str]) -> list[str]:
@@ -135,75 +166,76 @@ def conformal(frame: np.ndarray) -> bool:
     return size > 0.0 and float(np.abs(gram - size * np.eye(3)).max()) <= SCALE_TOLERANCE * size
 
 
-def collapsed_bones(obj: bpy.types.Object) -> dict[str, str]:
-    """Pose bones scaled to (almost) zero on an axis: name -> the problem, naming the bone
-    and the axes. One bulk read, so the usual case (none) costs next to nothing."""
+def collapsed_problems(obj: bpy.types.Object, entry: RigEntry, scales: np.ndarray) -> dict[int, str]:
+    """Bones (rig indices) whose pose `scales` (n, 3) flatten an axis -> the problem,
+    naming the bone and the axes. One vectorised test, so the usual case (none) costs next
+    to nothing; the channels are read only to name what was found."""
+    found: dict[int, str] = {}
+    if np.abs(scales).min() > COLLAPSED_SCALE:
+        return found
     pose_bones = obj.pose.bones
-    scales = np.empty(len(pose_bones) * 3, np.float32)
-    pose_bones.foreach_get("scale", scales)
-    scales = scales.reshape(-1, 3)
-    found = {}
-    for index in np.nonzero(np.abs(scales).min(axis=1) <= COLLAPSED_SCALE)[0]:
-        scale = scales[index]
+    for bone in np.nonzero(np.abs(scales).min(axis=1) <= COLLAPSED_SCALE)[0].tolist():
+        pose_bone = pose_bones[int(entry.pose_order[bone])]
+        scale = tuple(pose_bone.scale)
         axes = "/".join(axis for axis, value in zip("XYZ", scale, strict=True) if abs(value) <= COLLAPSED_SCALE)
-        name = pose_bones[int(index)].name
-        found[name] = (
-            f"bone '{name}' is scaled to zero on its {axes} axis (pose scale "
+        found[bone] = (
+            f"bone '{pose_bone.name}' is scaled to zero on its {axes or 'X/Y/Z'} axis (pose scale "
             f"{', '.join(f'{value:g}' for value in scale)}), which flattens it and the bones under it: "
             "give it a non-zero scale"
         )
     return found
 
 
-def collapse_problem(pose_bone: bpy.types.PoseBone, collapsed: dict[str, str]) -> str | None:
-    """The problem of the bone, or of the nearest ancestor, scaled to zero on an axis."""
-    while pose_bone is not None:
-        if pose_bone.name in collapsed:
-            return collapsed[pose_bone.name]
-        pose_bone = pose_bone.parent
-    return None
-
-
 def bone_problems(
-    obj: bpy.types.Object, names: list[str], pose_order: np.ndarray, moving: list[int], mismatched: list[int]
-) -> list[str | None]:
-    """Why each moving bone (rig indices) cannot be solved, naming it, or None; `mismatched`
-    are the moving bones whose evaluated rotation is not their channels' (a catch-all for
-    whatever else moves a bone)."""
-    pose_bones = obj.pose.bones
-    driven = driven_bones(obj)
-    collapsed = collapsed_bones(obj)
-    problems: list[str | None] = []
-    for bone in moving:
-        pose_bone = pose_bones[int(pose_order[bone])]
-        problem = (collapse_problem(pose_bone, collapsed) if collapsed else None) or bone_problem(pose_bone, driven)
-        if problem is None and bone in mismatched:
-            problem = (
-                f"bone '{names[bone]}' is not where its own channels put it (something Tendon does not model moves it)"
-            )
-        problems.append(problem)
+    obj: bpy.types.Object,
+    entry: RigEntry,
+    moving: list[int],
+    mismatched: list[int],
+    scales: np.ndarray,
+    evaluated: np.ndarray,
+) -> dict[int, str]:
+    """Why moving bones (rig indices) cannot be solved, naming them: only the bones with a
+    problem. In order: a bone (or an ancestor) scaled to zero, a constraint or driver, an
+    inheritance option, and `mismatched` (moving bones whose evaluated rotation is not
+    their channels': a catch-all for whatever else moves a bone). `scales` are the
+    channels' pose scales, `evaluated` Blender's armature-space matrices (n, 16)."""
+    problems: dict[int, str] = {}
+    if not moving:
+        return problems
+    collapsed = collapsed_problems(obj, entry, scales)
+    if collapsed:
+        for bone in moving:
+            above = bone
+            while above >= 0 and above not in collapsed:
+                above = entry.parents[above]
+            if above >= 0:
+                problems[bone] = collapsed[above]
+    suspects = [bone for bone in moving if bone not in problems and (bone in entry.constrained or bone in entry.driven)]
+    if suspects:
+        driven = {entry.names[bone]: channel for bone, channel in entry.driven.items()}
+        pose_bones = obj.pose.bones
+        for bone in suspects:
+            problem = constraint_problem(pose_bones[int(entry.pose_order[bone])], driven)
+            if problem:
+                problems[bone] = problem
+    for bone, problem in inherit_problems(entry, moving, evaluated).items():
+        problems.setdefault(bone, problem)
+    for bone in mismatched:
+        name = entry.names[bone]
+        problems.setdefault(
+            bone, f"bone '{name}' is not where its own channels put it (something Tendon does not model moves it)"
+        )
     return problems
 
 
-def evaluated_matrices(obj: bpy.types.Object, pose_order: np.ndarray, in_order: bool) -> np.ndarray:
-    """Every pose bone's armature-space matrix as Blender last evaluated it, (n, 16)
-    column-major each, in the rig's bone order."""
-    n = len(pose_order)
-    matrices = np.empty(n * 16, np.float32)
-    obj.pose.bones.foreach_get("matrix", matrices)
-    matrices = matrices.reshape(n, 16)
-    return matrices if in_order else matrices[pose_order]
-
-
-def mismatched_bones(evaluated_rotations: np.ndarray, channel_rotations: np.ndarray, moving: list[int]) -> list[int]:
+def mismatched_bones(evaluated_rotations: np.ndarray, channel_rotations: np.ndarray, moving: np.ndarray) -> list[int]:
     """The moving bones whose evaluated local rotation differs from their channels'."""
-    if not moving:
+    if not len(moving):
         return []
     a, b = evaluated_rotations[moving], channel_rotations[moving]
-    # q and -q are the same rotation.
-    sign = np.where(np.sum(a * b, axis=1) < 0.0, -1.0, 1.0)[:, None]
-    differs = np.abs(a - sign * b).max(axis=1) > CHANNEL_MISMATCH
-    return [bone for bone, bad in zip(moving, differs, strict=True) if bad]
+    # q and -q are the same rotation: compare with the nearer of the two.
+    differs = np.minimum(np.abs(a - b).max(axis=1), np.abs(a + b).max(axis=1)) > CHANNEL_MISMATCH
+    return moving[differs].tolist() if differs.any() else []
 
 
 @dataclass
@@ -231,17 +263,6 @@ def measure(obj: bpy.types.Object, checks: list[Check]) -> tuple[bool, float]:
         reached &= offset.length <= check.tolerance
         largest = max(largest, (world.to_3x3() @ offset).length)
     return reached, largest
-
-
-def chain_reach(evaluated: np.ndarray, lengths: np.ndarray, chain: list[int], use_tail: bool) -> float:
-    """Length of a chain in the evaluated pose: from its top bone's head through each head to
-    the effector point (what a relative tolerance is measured against)."""
-    heads = evaluated[chain][:, 12:15]
-    reach = float(np.linalg.norm(np.diff(heads, axis=0), axis=1).sum())
-    if use_tail:
-        axis = evaluated[chain[0]][4:7]
-        reach += float(lengths[chain[0]] * np.linalg.norm(axis))
-    return reach
 
 
 def effector_turns(effector: Any) -> bool:

@@ -10,7 +10,8 @@ from typing import Any
 import bpy
 import numpy as np
 
-from . import bridge
+from . import native
+from .native import TendonUserError
 
 #: How roles are listed: the column from the hips up, then each limb from the body out.
 ROLE_ORDER = (
@@ -87,19 +88,19 @@ def apply(obj: bpy.types.Object, source: str, recognise: bool) -> Outcome:
     (the rest pose, with the hinge of an elbow or knee straight in rest read from the
     current pose; all from the current pose when the rest pose does not stand). Raises
     TendonUserError (nothing changed) when no humanoid is found."""
-    humanoid = bridge.native().humanoid
+    humanoid = native.native().humanoid
     names, parents, heads, tails, rest = rest_arrays(obj)
     overrides = None if recognise else stored_roles(obj) or None
     try:
         found = humanoid.recognize(names, parents, heads, tails, rest, overrides=overrides)
     except humanoid.HumanoidError as error:
-        raise bridge.TendonUserError(f"Armature '{obj.name}': {error}") from error
+        raise TendonUserError(f"Armature '{obj.name}': {error}") from error
     from_pose = source == "POSE" or (source == "AUTO" and not humanoid.standing_rest(found, heads, tails))
     pose = pose_arrays(obj, names) if source != "REST" else None
     try:
         limits = humanoid.human_limits(found, names, heads, tails, rest, pose, "all" if from_pose else "hinges")
     except humanoid.HumanoidError as error:
-        raise bridge.TendonUserError(f"Armature '{obj.name}': {error}") from error
+        raise TendonUserError(f"Armature '{obj.name}': {error}") from error
     settings = obj.tendon
     # Bones an earlier run limited that no longer play a role get their defaults back.
     for item in settings.human_roles:

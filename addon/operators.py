@@ -8,16 +8,17 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty, IntProperty
 from bpy.types import Context, Operator
 
-from . import bridge, human
+from . import bake, human, solve
+from .native import TendonUserError
 
-#: Blender rotation modes that are Euler orders.
-EULER_ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
+#: Blender rotation modes that are Euler orders (every mode but these two).
+NOT_EULER = ("QUATERNION", "AXIS_ANGLE")
 
 
 def poll_armature(cls: Any, context: Context) -> bool:
     """True when the active object is an editable armature in Pose Mode; otherwise sets
     the reason Blender shows on the disabled button."""
-    problem = bridge.armature_problem(context.active_object)
+    problem = solve.armature_problem(context.active_object)
     if problem:
         cls.poll_message_set(problem)
         return False
@@ -56,7 +57,7 @@ def has_effectors(cls: Any, context: Context) -> bool:
     return True
 
 
-def report_outcome(operator: Operator, obj: bpy.types.Object, outcome: bridge.SolveOutcome) -> None:
+def report_outcome(operator: Operator, obj: bpy.types.Object, outcome: solve.SolveOutcome) -> None:
     for warning in outcome.warnings:
         operator.report({"WARNING"}, warning)
     operator.report({"INFO"} if outcome.reached else {"WARNING"}, outcome.summary())
@@ -80,8 +81,8 @@ class TENDON_OT_solve(Operator):
         # is now. Nothing is re-evaluated when nothing changed.
         context.view_layer.update()
         try:
-            outcome = bridge.solve(obj)
-        except bridge.TendonUserError as problem:
+            outcome = solve.solve(obj)
+        except TendonUserError as problem:
             obj.tendon.status = str(problem)
             self.report({"ERROR"}, str(problem))
             return {"CANCELLED"}
@@ -300,7 +301,8 @@ class TENDON_OT_import_limits(Operator):
         """Maps one bone's limits; returns whether it had any."""
         limits = pose_bone.tendon
         found = False
-        order = pose_bone.rotation_mode if pose_bone.rotation_mode in EULER_ORDERS else "XYZ"
+        default = limits.bl_rna.properties["euler_order"].default
+        order = pose_bone.rotation_mode if pose_bone.rotation_mode not in NOT_EULER else default
         ranges: dict[str, tuple[float, float]] = {}
         for constraint in pose_bone.constraints:
             if constraint.type != "LIMIT_ROTATION" or constraint.mute:
@@ -369,8 +371,8 @@ class TENDON_OT_reset_pose(Operator):
 
     def execute(self, context: Context) -> set[str]:
         try:
-            count = bridge.reset_chains(context.active_object)
-        except bridge.TendonUserError as problem:
+            count = solve.reset_chains(context.active_object)
+        except TendonUserError as problem:
             self.report({"ERROR"}, str(problem))
             return {"CANCELLED"}
         self.report({"INFO"}, f"Reset {count} bone(s) to their rest rotation")
@@ -438,9 +440,9 @@ class TENDON_OT_bake(Operator):
             return False
         return True
 
-    def settings(self, context: Context) -> bridge.BakeSettings:
+    def settings(self, context: Context) -> bake.BakeSettings:
         scene = context.scene
-        return bridge.BakeSettings(
+        return bake.BakeSettings(
             frame_start=self.frame_start if self.properties.is_property_set("frame_start") else scene.frame_start,
             frame_end=self.frame_end if self.properties.is_property_set("frame_end") else scene.frame_end,
             step=self.step,
@@ -452,13 +454,13 @@ class TENDON_OT_bake(Operator):
 
     def execute(self, context: Context) -> set[str]:
         try:
-            baker = bridge.Baker(context.scene, context.active_object, self.settings(context))
-        except bridge.TendonUserError as problem:
+            baker = bake.Baker(context.scene, context.active_object, self.settings(context))
+        except TendonUserError as problem:
             self.report({"ERROR"}, str(problem))
             return {"CANCELLED"}
         try:
             outcome = baker.finish()
-        except bridge.TendonUserError as problem:
+        except TendonUserError as problem:
             # A frame refused mid-range: back to the frame the user was on.
             baker.cancel()
             self.report({"ERROR"}, str(problem))
@@ -467,8 +469,8 @@ class TENDON_OT_bake(Operator):
 
     def invoke(self, context: Context, _event: Any) -> set[str]:
         try:
-            self._baker = bridge.Baker(context.scene, context.active_object, self.settings(context))
-        except bridge.TendonUserError as problem:
+            self._baker = bake.Baker(context.scene, context.active_object, self.settings(context))
+        except TendonUserError as problem:
             self.report({"ERROR"}, str(problem))
             return {"CANCELLED"}
         window_manager = context.window_manager
@@ -491,7 +493,7 @@ class TENDON_OT_bake(Operator):
             if done < 1.0:
                 return {"RUNNING_MODAL"}
             outcome = self._baker.finish()
-        except bridge.TendonUserError as problem:
+        except TendonUserError as problem:
             self._baker.cancel()
             self.stop(context)
             self.report({"ERROR"}, str(problem))
@@ -503,7 +505,7 @@ class TENDON_OT_bake(Operator):
         context.window_manager.event_timer_remove(self._timer)
         context.window_manager.progress_end()
 
-    def report_outcome(self, context: Context, outcome: bridge.BakeOutcome) -> set[str]:
+    def report_outcome(self, context: Context, outcome: bake.BakeOutcome) -> set[str]:
         for warning in outcome.warnings:
             self.report({"WARNING"}, warning)
         self.report({"INFO"}, outcome.summary())
@@ -555,7 +557,7 @@ class TENDON_OT_human_limits(Operator):
         context.view_layer.update()
         try:
             outcome = human.apply(obj, self.source, self.recognise)
-        except bridge.TendonUserError as problem:
+        except TendonUserError as problem:
             self.report({"ERROR"}, str(problem))
             return {"CANCELLED"}
         for note in outcome.notes:

@@ -2,14 +2,14 @@
 
 from bpy.types import AddonPreferences, Context
 
-from . import bridge
+from . import native
 
 
 class TendonPreferences(AddonPreferences):
     bl_idname = __package__
 
     def draw(self, _context: Context) -> None:
-        self.layout.label(text=f"Tendon {bridge.native_status()}")
+        self.layout.label(text=f"Tendon {native.native_status()}")
 
 
 classes = (TendonPreferences,)

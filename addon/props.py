@@ -1,8 +1,12 @@
 """Tendon's settings, stored in the .blend: ``Object.tendon`` on armatures (solver and
-effectors) and ``PoseBone.tendon`` (joint limits). Scripts rely on these names."""
+effectors) and ``PoseBone.tendon`` (joint limits). Scripts rely on these names.
+
+Defaults, solver names and Euler orders come from the native library (``native.py``, the
+only add-on module imported here). Other modules hear of changes through `listeners`."""
 
 # No `from __future__ import annotations` here: Blender reads these annotations as objects.
 import math
+from collections.abc import Callable
 from typing import Any
 
 import bpy
@@ -18,41 +22,39 @@ from bpy.props import (
 )
 from bpy.types import PropertyGroup
 
-from . import bridge
+from . import native
 
-SOLVER_ITEMS = [
-    ("FABRIK", "FABRIK", "Forward and backward reaching: fast, exact, natural on long chains"),
-    ("CCD", "CCD", "Cyclic coordinate descent: one joint at a time, from the effector up"),
-    (
-        "JACOBIAN_DLS",
-        "Jacobian DLS",
-        "Damped least squares (the default): smooth, moves as little as needed, handles rotation targets",
-    ),
-    ("JACOBIAN_TRANSPOSE", "Jacobian Transpose", "Gradient steps: simple and slow, for comparison"),
-    ("TWO_BONE", "Two Bone", "Closed form for limbs: each effector moves the two bones above it"),
-    ("TENSION", "Tension", "Downhill-simplex minimiser of joint tension within limits (natural poses)"),
-]
+SOLVER_ITEMS = native.solver_items()
 
-EULER_ITEMS = [
-    (order, order, f"Decompose the joint's rotation in {order} order")
-    for order in ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
-]
+EULER_ITEMS = [(order, order, f"Decompose the joint's rotation in {order} order") for order in native.euler_orders()]
+
+TENSION_THRESHOLD, TENSION_RIGIDITY = native.tension_defaults()
 
 
 def native_default(solver: str, key: str, fallback: float) -> float:
-    """A solver setting's default from the native library, so defaults are stated once."""
-    return float(bridge.solver_defaults(solver).get(key, fallback))
+    """A solver setting's default from the native library (`fallback` only keeps the
+    setting drawable when the library is missing)."""
+    return float(native.solver_defaults(solver).get(key, fallback))
 
 
 def spring_default(key: str, fallback: float) -> float:
-    return float(bridge.spring_defaults().get(key, fallback))
+    return float(native.spring_defaults().get(key, fallback))
+
+
+#: Functions other modules add to hear of changes, so this module imports none of them:
+#: "limits" with the armature whose bone limits changed (the rig cache), "live" with the
+#: settings and context when live mode is switched (live mode).
+listeners: dict[str, list[Callable[..., None]]] = {"limits": [], "live": []}
+
+
+def limits_changed(self: "TendonBoneLimits", _context: bpy.types.Context) -> None:
+    for listener in listeners["limits"]:
+        listener(self.id_data)
 
 
 def live_changed(self: "TendonArmatureSettings", context: bpy.types.Context) -> None:
-    if self.live:
-        bridge.live_update(context.scene, force=True)
-    else:
-        self.status = ""
+    for listener in listeners["live"]:
+        listener(self, context)
 
 
 class TendonEffector(PropertyGroup):
@@ -232,29 +234,45 @@ def axis_properties() -> dict[str, Any]:
     found: dict[str, Any] = {}
     for axis in "xyz":
         upper = axis.upper()
-        found[f"lock_{axis}"] = BoolProperty(name=f"Lock {upper}", description=f"No rotation about {upper}")
-        found[f"use_limit_{axis}"] = BoolProperty(name=f"Limit {upper}", description=f"Limit the {upper} angle")
+        found[f"lock_{axis}"] = BoolProperty(
+            name=f"Lock {upper}", description=f"No rotation about {upper}", update=limits_changed
+        )
+        found[f"use_limit_{axis}"] = BoolProperty(
+            name=f"Limit {upper}", description=f"Limit the {upper} angle", update=limits_changed
+        )
         found[f"min_{axis}"] = FloatProperty(
-            name=f"Min {upper}", default=-math.pi, soft_min=-math.pi, soft_max=math.pi, subtype="ANGLE"
+            name=f"Min {upper}",
+            default=-math.pi,
+            soft_min=-math.pi,
+            soft_max=math.pi,
+            subtype="ANGLE",
+            update=limits_changed,
         )
         found[f"max_{axis}"] = FloatProperty(
-            name=f"Max {upper}", default=math.pi, soft_min=-math.pi, soft_max=math.pi, subtype="ANGLE"
+            name=f"Max {upper}",
+            default=math.pi,
+            soft_min=-math.pi,
+            soft_max=math.pi,
+            subtype="ANGLE",
+            update=limits_changed,
         )
         for sign in ("negative", "positive"):
             found[f"threshold_{sign}_{axis}"] = FloatProperty(
                 name=f"Threshold {sign.title()} {upper}",
-                default=math.pi / 2,
+                default=TENSION_THRESHOLD,
                 min=1e-3,
                 max=2 * math.pi,
                 subtype="ANGLE",
                 description=f"Tension: the {sign} {upper} angle where the joint's resistance becomes a wall",
+                update=limits_changed,
             )
             found[f"rigidity_{sign}_{axis}"] = FloatProperty(
                 name=f"Rigidity {sign.title()} {upper}",
-                default=1.0,
+                default=TENSION_RIGIDITY,
                 min=0.0,
                 max=1000.0,
                 description=f"Tension: how strongly the joint resists {sign} {upper} rotation",
+                update=limits_changed,
             )
     return found
 
@@ -262,14 +280,16 @@ def axis_properties() -> dict[str, Any]:
 class TendonBoneLimits(PropertyGroup):
     """Joint limits of one pose bone, on Euler angles of its rotation relative to rest."""
 
-    euler_order: EnumProperty(name="Euler Order", items=EULER_ITEMS, default="XYZ")
+    euler_order: EnumProperty(name="Euler Order", items=EULER_ITEMS, default=EULER_ITEMS[0][0], update=limits_changed)
     limit_roll: FloatProperty(
         name="Axis Roll",
-        default=0.0,
+        default=float(native.default_limits().get("roll", 0.0)),
         subtype="ANGLE",
         description="The limit axes are the bone's own, turned about its Y axis by this angle "
         "(Human Limits sets it from the bone's geometry, so the rig's bone roll does not matter)",
+        update=limits_changed,
     )
+    # Scale limits are read at each solve (not part of the native rig): no update callback.
     use_scale_limit: BoolProperty(name="Limit Scale", description="Limit the scale scale targets give this bone")
     scale_min: FloatVectorProperty(name="Min Scale", size=3, default=(0.5, 0.5, 0.5), min=1e-3, soft_max=10.0)
     scale_max: FloatVectorProperty(name="Max Scale", size=3, default=(2.0, 2.0, 2.0), min=1e-3, soft_max=10.0)

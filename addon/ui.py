@@ -5,7 +5,8 @@ from typing import Any
 import bpy
 from bpy.types import Context, Panel, UIList
 
-from . import bridge
+from . import native
+from .solve import armature_problem
 
 
 class TendonPanel:
@@ -16,7 +17,7 @@ class TendonPanel:
 
 def armature_or_reason(context: Context) -> tuple[bpy.types.Object | None, str | None]:
     obj = context.active_object
-    return obj, bridge.armature_problem(obj)
+    return obj, armature_problem(obj)
 
 
 class TENDON_PT_main(TendonPanel, Panel):
@@ -32,7 +33,7 @@ class TENDON_PT_main(TendonPanel, Panel):
             return
         settings = obj.tendon
         layout.prop(settings, "solver")
-        defaults = bridge.solver_defaults(settings.solver)
+        defaults = native.solver_defaults(settings.solver)
         column = layout.column(align=True)
         iterations = defaults.get("max_iterations")
         column.prop(settings, "iterations", text=f"Iterations (0: {iterations})" if iterations else "Iterations")
@@ -57,8 +58,8 @@ class TENDON_PT_main(TendonPanel, Panel):
         row.operator("tendon.bake", icon="ACTION")
         if settings.status:
             layout.label(text=settings.status)
-        if not bridge.solver_defaults("FABRIK"):
-            layout.label(text=bridge.native_status(), icon="ERROR")
+        if not native.solver_defaults("FABRIK"):
+            layout.label(text=native.native_status(), icon="ERROR")
 
 
 class EnabledItemList(UIList):

@@ -158,7 +158,7 @@ def main() -> None:
     quick = "--quick" in sys.argv
     samples = 40 if quick else 300
     install(zip_path)
-    bridge = importlib.import_module(f"{MODULE}.bridge")
+    live = importlib.import_module(f"{MODULE}.live")
     bpy.ops.wm.read_homefile(use_empty=True)
     obj = rigs.humanoid()
     targets = rigs.humanoid_targets(obj, seed=3)
@@ -179,7 +179,7 @@ def main() -> None:
             started = time.perf_counter()
             bpy.context.view_layer.update()
             updates.append(time.perf_counter() - started)
-            handler.append(bridge.live_timings[key])
+            handler.append(live.live_timings[key])
         obj.tendon.live = False
         rows.append((solver, statistics.median(operator), statistics.median(handler), statistics.median(updates)))
     lines = [

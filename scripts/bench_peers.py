@@ -202,8 +202,8 @@ def chain_case(count: int, trials: int, ikpy_trials: int) -> dict[str, Any]:
     obj = rigs.chain(count, name=f"Chain{count}", bend=BEND, roll=0.0)
     end = f"b{count - 1}"
     targets = [[tuple(rigs.random_pose_tail(obj, end, seed=s, spread=0.8))] for s in range(trials)]
-    bridge = importlib.import_module(f"{MODULE}.bridge")
-    rig = bridge.read_rig(obj).rig
+    rig_cache = importlib.import_module(f"{MODULE}.rig")
+    rig = rig_cache.read_rig(obj).rig
     # ikpy's chain must be the same chain: compare the rest tips.
     chain = ikpy_chain(count, 1.0)
     ikpy_rest = chain.forward_kinematics([0.0] * len(chain.links))[:3, 3]
@@ -222,8 +222,8 @@ def chain_case(count: int, trials: int, ikpy_trials: int) -> dict[str, Any]:
 def humanoid_case(full_body: bool, trials: int) -> dict[str, Any]:
     bpy.ops.wm.read_homefile(use_empty=True)
     obj = rigs.humanoid()
-    bridge = importlib.import_module(f"{MODULE}.bridge")
-    rig = bridge.read_rig(obj).rig
+    rig_cache = importlib.import_module(f"{MODULE}.rig")
+    rig = rig_cache.read_rig(obj).rig
     effectors = (
         [("hand.L", 0), ("hand.R", 0), ("shin.L", 0), ("shin.R", 0), ("head", 0)]
         if full_body

@@ -61,8 +61,8 @@ LONG_BAKE_FRAMES = 10_000
 LONG_BAKE_SECONDS = 20.0
 
 
-def bake_module() -> object:
-    return importlib.import_module(f"{MODULE}.bake")
+def keys_module() -> object:
+    return importlib.import_module(f"{MODULE}.keys")
 
 
 @dataclass
@@ -128,15 +128,15 @@ def action_keys(obj: bpy.types.Object) -> tuple[str | None, dict[tuple[str, int]
     anim = obj.animation_data
     if anim is None or anim.action is None:
         return None, {}
-    return anim.action.name, fcurve_keys(bake_module().fcurves_of(obj))
+    return anim.action.name, fcurve_keys(keys_module().fcurves_of(obj))
 
 
 def keys_of_action(name: str) -> dict[tuple[str, int], np.ndarray]:
     """Every key of the action called `name` (its first slot's, from Blender 4.4 on)."""
     action = bpy.data.actions[name]
-    if not bake_module().SLOTTED:
+    if not keys_module().SLOTTED:
         return fcurve_keys(action.fcurves)
-    bag = bake_module().channelbag(action, action.slots[0], create=False)
+    bag = keys_module().channelbag(action, action.slots[0], create=False)
     return fcurve_keys(bag.fcurves if bag else None)
 
 
@@ -479,8 +479,8 @@ def test_bone_scaled_to_zero_in_pose_mode(bone: str, axis: int) -> None:
     pressed = press(bpy.ops.tendon.bake, frame_start=1, frame_end=3)
     assert pressed.result == "FINISHED"
     assert f"bone '{bone}' is scaled to zero" in pressed.message
-    assert bake_module().find_fcurve(obj, 'pose.bones["forearm.L"].rotation_quaternion', 0) is None
-    assert bake_module().find_fcurve(obj, 'pose.bones["forearm.R"].rotation_quaternion', 0) is not None
+    assert keys_module().find_fcurve(obj, 'pose.bones["forearm.L"].rotation_quaternion', 0) is None
+    assert keys_module().find_fcurve(obj, 'pose.bones["forearm.R"].rotation_quaternion', 0) is not None
     # Baking every bone keys the flattened bone's own rotation (its matrix no longer holds it).
     pressed = press(bpy.ops.tendon.bake, frame_start=1, frame_end=3, bones="ALL", destination="REPLACE")
     assert pressed.result == "FINISHED"
@@ -674,8 +674,8 @@ def test_target_in_a_loop_is_skipped(target_bone: str, pole: bool, expected: str
     # The bake skips it too, keying the others.
     pressed = press(bpy.ops.tendon.bake, frame_start=1, frame_end=3)
     assert pressed.result == "FINISHED" and expected in pressed.message
-    assert bake_module().find_fcurve(obj, 'pose.bones["forearm.L"].rotation_quaternion', 0) is None
-    assert bake_module().find_fcurve(obj, 'pose.bones["forearm.R"].rotation_quaternion', 0) is not None
+    assert keys_module().find_fcurve(obj, 'pose.bones["forearm.L"].rotation_quaternion', 0) is None
+    assert keys_module().find_fcurve(obj, 'pose.bones["forearm.R"].rotation_quaternion', 0) is not None
 
 
 def test_target_bone_outside_the_chains_is_not_a_loop() -> None:

@@ -21,12 +21,17 @@ FRAMES = range(1, 21)
 CHAIN = ("b0", "b1", "b2", "b3")
 
 
-def bridge() -> object:
-    return importlib.import_module(f"{MODULE}.bridge")
+def addon_module(name: str) -> object:
+    """One of the add-on's modules (``bake``, ``keys``, ``rig``)."""
+    return importlib.import_module(f"{MODULE}.{name}")
 
 
 def bake_module() -> object:
-    return importlib.import_module(f"{MODULE}.bake")
+    return addon_module("bake")
+
+
+def keys_module() -> object:
+    return addon_module("keys")
 
 
 def animated_chain(mode: str = "QUATERNION") -> tuple[bpy.types.Object, bpy.types.Object]:
@@ -43,7 +48,7 @@ def animated_chain(mode: str = "QUATERNION") -> tuple[bpy.types.Object, bpy.type
 
 
 def keys_of(obj: bpy.types.Object, data_path: str, index: int) -> np.ndarray:
-    fcurve = bake_module().find_fcurve(obj, data_path, index)
+    fcurve = keys_module().find_fcurve(obj, data_path, index)
     assert fcurve is not None, f"no F-curve {data_path}[{index}]"
     values = np.empty(len(fcurve.keyframe_points) * 2, np.float32)
     fcurve.keyframe_points.foreach_get("co", values)
@@ -87,7 +92,7 @@ def test_keys_land_on_each_frame_with_the_solved_values(start_from: str) -> None
         # solving from the previous frame carries such differences along.
         tolerance = 1e-5 if start_from == "ANIMATED" else 1e-4
         assert np.abs(got - expected[bone]).max() < tolerance, bone
-    fcurve = bake_module().find_fcurve(obj, 'pose.bones["b0"].rotation_quaternion', 0)
+    fcurve = keys_module().find_fcurve(obj, 'pose.bones["b0"].rotation_quaternion', 0)
     assert {key.interpolation for key in fcurve.keyframe_points} == {"LINEAR"}
     # Playing the action puts the tail on the target on every frame.
     for frame in FRAMES:
@@ -136,7 +141,7 @@ def test_replacing_a_range_keeps_every_other_key_and_channel() -> None:
         obj.pose.bones["b0"].keyframe_insert("location", frame=frame)
     action = obj.animation_data.action
     # Hand-set handles on some keys outside the range: they must survive exactly.
-    for fcurve in bake_module().fcurves_of(obj):
+    for fcurve in keys_module().fcurves_of(obj):
         for key in fcurve.keyframe_points:
             if key.co.x in (3.0, 27.0):
                 key.handle_left_type = key.handle_right_type = "FREE"
@@ -152,11 +157,11 @@ def test_replacing_a_range_keeps_every_other_key_and_channel() -> None:
             for k in fcurve.keyframe_points
         ]
 
-    before = {(fcurve.data_path, fcurve.array_index): described(fcurve) for fcurve in bake_module().fcurves_of(obj)}
+    before = {(fcurve.data_path, fcurve.array_index): described(fcurve) for fcurve in keys_module().fcurves_of(obj)}
     actions_before = len(bpy.data.actions)
     assert bpy.ops.tendon.bake(frame_start=10, frame_end=20, destination="REPLACE") == {"FINISHED"}
     assert obj.animation_data.action == action and len(bpy.data.actions) == actions_before
-    for fcurve in bake_module().fcurves_of(obj):
+    for fcurve in keys_module().fcurves_of(obj):
         keys = described(fcurve)
         old = before[(fcurve.data_path, fcurve.array_index)]
         if "location" in fcurve.data_path:
@@ -174,12 +179,12 @@ def test_new_action_is_a_copy_and_the_old_one_is_kept() -> None:
     assert bpy.ops.tendon.bake(frame_start=1, frame_end=5) == {"FINISHED"}
     new = obj.animation_data.action
     assert new != old and new.name.endswith(".tendon")
-    assert old.use_fake_user and bake_module().fcurves_of(obj).find('pose.bones["b0"].location', index=0)
+    assert old.use_fake_user and keys_module().fcurves_of(obj).find('pose.bones["b0"].location', index=0)
     # The old action has no baked keys.
     obj.animation_data.action = old
-    if bake_module().SLOTTED:
+    if keys_module().SLOTTED:
         obj.animation_data.action_slot = old.slots[0]
-    assert bake_module().find_fcurve(obj, 'pose.bones["b3"].rotation_quaternion', 0) is None
+    assert keys_module().find_fcurve(obj, 'pose.bones["b3"].rotation_quaternion', 0) is None
 
 
 def test_cancelling_leaves_no_trace() -> None:
@@ -189,7 +194,7 @@ def test_cancelling_leaves_no_trace() -> None:
     scene.frame_set(7)
     actions = len(bpy.data.actions)
     pose = rigs.world_matrices(obj)
-    baker = bridge().Baker(scene, obj, bridge().BakeSettings(frame_start=1, frame_end=200))
+    baker = bake_module().Baker(scene, obj, bake_module().BakeSettings(frame_start=1, frame_end=200))
     assert "scene evaluated per frame" in baker.sampling
     assert 0.0 < baker.step() < 1.0
     baker.cancel()
@@ -273,10 +278,10 @@ def test_keys_for_the_cross_version_check(tmp_path: Path) -> None:
         f"{fcurve.group.name if fcurve.group else ''}/{fcurve.data_path}[{fcurve.array_index}]": keys_of(
             obj, fcurve.data_path, fcurve.array_index
         ).tolist()
-        for fcurve in bake_module().fcurves_of(obj)
+        for fcurve in keys_module().fcurves_of(obj)
     }
     channels = {(f'pose.bones["{bone}"].rotation_euler', index) for bone in CHAIN for index in range(3)}
-    assert {(fcurve.data_path, fcurve.array_index) for fcurve in bake_module().fcurves_of(obj)} == channels
+    assert {(fcurve.data_path, fcurve.array_index) for fcurve in keys_module().fcurves_of(obj)} == channels
     for channel, channel_keys in keys.items():
         assert [frame for frame, _ in channel_keys] == [float(f) for f in FRAMES], channel
     # Blender's evaluated pose on each baked frame: the keys' values, and the tail on the
@@ -399,7 +404,7 @@ def test_target_curves_are_sampled_as_blender_evaluates_them() -> None:
         target.location = rng.normal(size=3)
         target.keyframe_insert("location", frame=frame)
     for axis in range(3):
-        fcurve = bake_module().find_fcurve(target, "location", axis)
+        fcurve = keys_module().find_fcurve(target, "location", axis)
         keys = fcurve.keyframe_points
         keys[1].interpolation = "LINEAR"
         keys[2].interpolation = "CONSTANT"
@@ -410,9 +415,9 @@ def test_target_curves_are_sampled_as_blender_evaluates_them() -> None:
         keys[0].handle_right_type = "VECTOR"
         fcurve.update()
     frames = np.linspace(-3.0, 35.0, 400)
-    native = bridge().object_channel(target, "location", frames)
+    native = bake_module().object_channel(target, "location", frames)
     for axis in range(3):
-        fcurve = bake_module().find_fcurve(target, "location", axis)
+        fcurve = keys_module().find_fcurve(target, "location", axis)
         blender = np.array([fcurve.evaluate(float(f)) for f in frames])
         assert np.abs(native[:, axis] - blender).max() < 1e-4, axis
 
@@ -453,7 +458,7 @@ def test_bake_leaves_modifiers_nla_and_other_users_of_the_action_alone() -> None
     # shared with a second armature, and an NLA track holding another action.
     obj.pose.bones["b0"].keyframe_insert("location", frame=1)
     obj.pose.bones["b0"].keyframe_insert("rotation_quaternion", frame=1)
-    rotation_curve = bake_module().find_fcurve(obj, 'pose.bones["b0"].rotation_quaternion', 1)
+    rotation_curve = keys_module().find_fcurve(obj, 'pose.bones["b0"].rotation_quaternion', 1)
     rotation_curve.modifiers.new("NOISE").strength = 0.5
     shared = obj.animation_data.action
     other = rigs.chain(4, name="Other")
@@ -472,8 +477,8 @@ def test_bake_leaves_modifiers_nla_and_other_users_of_the_action_alone() -> None
     assert obj.animation_data.action != shared and other.animation_data.action == shared
     assert [len(t.strips) for t in obj.animation_data.nla_tracks] == [1]
     assert all(name in bpy.data.actions for name in actions)
-    assert bake_module().find_fcurve(other, 'pose.bones["b3"].rotation_quaternion', 0) is None
+    assert keys_module().find_fcurve(other, 'pose.bones["b3"].rotation_quaternion', 0) is None
     # The copy keeps the modifier on the curve it did not bake... and on the one it did.
-    baked = bake_module().find_fcurve(obj, 'pose.bones["b0"].rotation_quaternion', 1)
+    baked = keys_module().find_fcurve(obj, 'pose.bones["b0"].rotation_quaternion', 1)
     assert [m.type for m in baked.modifiers] == ["NOISE"]
-    assert len(bake_module().find_fcurve(obj, 'pose.bones["b0"].location', 0).keyframe_points) == 1
+    assert len(keys_module().find_fcurve(obj, 'pose.bones["b0"].location', 0).keyframe_points) == 1

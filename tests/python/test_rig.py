@@ -140,3 +140,24 @@ def test_pose_from_world_inverts_forward_kinematics(humanoid: tendon.Rig) -> Non
     np.testing.assert_allclose(column_major[0], back_rotations, atol=1e-6)
     with pytest.raises(tendon.ShapeError, match="matrices"):
         humanoid.pose_from_world(world[:3])
+
+
+def test_euler_orders_and_default_limits_are_the_ones_rigs_use() -> None:
+    orders = tendon.euler_orders()
+    assert orders == ["XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"]
+    defaults = tendon.default_limits()
+    assert defaults["order"] == orders[0]
+    assert (defaults["x"], defaults["y"], defaults["z"], defaults["roll"]) == ({"mode": "free"},) * 3 + (0.0,)
+    # A bone whose limits name only an order gets exactly these (its own order kept).
+    for order in orders:
+        rig = tendon.Rig.from_arrays(
+            ["b"], [-1], np.eye(4, dtype=np.float32)[None], np.ones(1, np.float32), json.dumps({"b": {"order": order}})
+        )
+        assert json.loads(rig.to_json())["bones"][0]["limits"] == {**defaults, "order": order}
+    side = defaults["tension"][0]["negative"]
+    assert side["threshold"] == pytest.approx(np.pi / 2) and side["rigidity"] == 1.0
+    # Any other order is refused by name.
+    with pytest.raises(tendon.TendonError, match="XYZ"):
+        tendon.Rig.from_arrays(
+            ["b"], [-1], np.eye(4, dtype=np.float32)[None], np.ones(1, np.float32), '{"b": {"order": "XXY"}}'
+        )

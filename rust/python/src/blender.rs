@@ -1,12 +1,15 @@
 //! Helpers in Blender's conventions, for the add-on: rotations as the channels of a
 //! rotation mode, matrices split into transforms, animation curves evaluated as Blender
-//! does, and a scale spread over a chain.
+//! does, a scale spread over a chain, and the Euler orders and joint-limit defaults the
+//! add-on's settings offer.
 
 use crate::arrays::{ensure_finite_array, new_array, quat_wxyz, read_f32, vec3, ANY};
 use crate::errors::{guarded, NonFiniteError, ShapeError, TendonError};
 use glam::{Mat4, Vec3};
 use pyo3::prelude::*;
-use tendon_core::{distribute_scale as core_distribute_scale, RotationMode, ScaleLimits};
+use tendon_core::{
+    distribute_scale as core_distribute_scale, EulerOrder, JointLimits, RotationMode, ScaleLimits,
+};
 
 /// Rotations `(n, 4)` (w, x, y, z) as Blender channels of `mode` ("QUATERNION",
 /// "AXIS_ANGLE" or an Euler order such as "XYZ"): `(n, 4)` or `(n, 3)` float32. Each row is
@@ -201,4 +204,25 @@ pub(crate) fn evaluate_fcurve<'py>(
     }
     let values: Vec<f32> = times.iter().map(|&frame| evaluate(&keys, frame)).collect();
     new_array(py, &[values.len()], &values)
+}
+
+/// Blender's six Euler rotation orders ("XYZ", ...), as joint limits and rotation channels
+/// name them, the default first.
+#[pyfunction]
+pub(crate) fn euler_orders() -> Vec<String> {
+    EulerOrder::ALL
+        .iter()
+        .map(|order| {
+            let name = serde_json::to_value(order).expect("an Euler order serialises");
+            name.as_str().expect("as its name").to_owned()
+        })
+        .collect()
+}
+
+/// The limits of a joint nobody limited, as a dict shaped like one bone's entry in the
+/// limits JSON: Euler order, free axes, tension per axis and side, roll.
+#[pyfunction]
+pub(crate) fn default_limits(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    let text = serde_json::to_string(&JointLimits::default()).expect("limits serialise");
+    py.import("json")?.call_method1("loads", (text,))
 }

@@ -42,5 +42,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(blender::matrices_to_transforms, m)?)?;
     m.add_function(wrap_pyfunction!(blender::distribute_scale, m)?)?;
     m.add_function(wrap_pyfunction!(blender::evaluate_fcurve, m)?)?;
+    m.add_function(wrap_pyfunction!(blender::euler_orders, m)?)?;
+    m.add_function(wrap_pyfunction!(blender::default_limits, m)?)?;
     Ok(())
 }

@@ -23,7 +23,9 @@ __all__ = [
     "__version__",
     "SpringSimulation",
     "_test_panic",
+    "default_limits",
     "distribute_scale",
+    "euler_orders",
     "evaluate_fcurve",
     "matrices_to_transforms",
     "rotation_channels",
@@ -44,6 +46,8 @@ def distribute_scale(
 def evaluate_fcurve(
     co: _ArrayLike, handle_left: _ArrayLike, handle_right: _ArrayLike, interpolation: _ArrayLike, frames: _ArrayLike
 ) -> _Float32Array: ...
+def euler_orders() -> list[str]: ...
+def default_limits() -> dict[str, Any]: ...
 def matrices_to_transforms(
     matrices: _ArrayLike, column_major: bool = False
 ) -> tuple[_Float32Array, _Float32Array, _Float32Array]: ...

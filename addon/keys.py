@@ -1,0 +1,218 @@
+"""Writing keys into actions, for Blender 4.2 (``action.fcurves``) and the slotted actions
+of 4.4 and later (action -> slot -> layer -> strip -> channelbag). Keys go in bulk:
+``keyframe_points.add`` then ``foreach_set``; keys outside the baked range are kept with
+every attribute (handles, their types, interpolation, easing, key type)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import bpy
+import numpy as np
+from bpy_extras import anim_utils
+
+#: Whether this Blender has slotted actions (4.4 and later).
+SLOTTED = "slots" in bpy.types.Action.bl_rna.properties
+
+#: Keyframe attributes copied when keys are kept: name -> (values per key, dtype).
+KEY_ATTRIBUTES = {
+    "co": (2, np.float32),
+    "handle_left": (2, np.float32),
+    "handle_right": (2, np.float32),
+    "handle_left_type": (1, np.int32),
+    "handle_right_type": (1, np.int32),
+    "interpolation": (1, np.int32),
+    "easing": (1, np.int32),
+    "type": (1, np.int32),
+    "back": (1, np.float32),
+    "amplitude": (1, np.float32),
+    "period": (1, np.float32),
+}
+
+
+def key_arrays(
+    points: Any, names: tuple[str, ...] = ("co", "handle_left", "handle_right", "interpolation")
+) -> dict[str, np.ndarray]:
+    """Keyframe attributes of an F-curve's keys in bulk: name -> (keys, width) array."""
+    count = len(points)
+    arrays = {}
+    for name in names:
+        width, dtype = KEY_ATTRIBUTES[name]
+        buffer = np.empty(count * width, dtype)
+        points.foreach_get(name, buffer)
+        arrays[name] = buffer.reshape(count, width) if width > 1 else buffer
+    return arrays
+
+
+def enum_value(attribute: str, identifier: str) -> int:
+    """The integer ``foreach_set`` takes for a keyframe enum item."""
+    return bpy.types.Keyframe.bl_rna.properties[attribute].enum_items[identifier].value
+
+
+#: Keyframe interpolations the native curve evaluation handles.
+PLAIN_INTERPOLATIONS = tuple(enum_value("interpolation", name) for name in ("CONSTANT", "LINEAR", "BEZIER"))
+
+
+def assigned_slot(id_data: bpy.types.ID) -> Any:
+    anim = id_data.animation_data
+    return getattr(anim, "action_slot", None) if anim else None
+
+
+def channelbag(action: bpy.types.Action, slot: Any, create: bool) -> Any:
+    """The F-curve container of `slot` in `action` (4.4+), or None when it has none."""
+    if not create:
+        return anim_utils.action_get_channelbag_for_slot(action, slot)
+    # 5.0 added this helper; 4.4 and 4.5 lack it, so walk the same way it does there.
+    ensure = getattr(anim_utils, "action_ensure_channelbag_for_slot", None)
+    if ensure is not None:
+        return ensure(action, slot)
+    layer = action.layers[0] if action.layers else action.layers.new("Layer")
+    strip = layer.strips[0] if layer.strips else layer.strips.new(type="KEYFRAME")
+    return strip.channelbag(slot, ensure=True)
+
+
+def fcurves_of(id_data: bpy.types.ID) -> Any:
+    """The F-curves animating `id_data` through its assigned action, or None."""
+    anim = id_data.animation_data
+    if anim is None or anim.action is None:
+        return None
+    if SLOTTED:
+        slot = anim.action_slot
+        if slot is None:
+            return None
+        bag = channelbag(anim.action, slot, create=False)
+        return bag.fcurves if bag else None
+    return anim.action.fcurves
+
+
+def action_fcurves(action: bpy.types.Action, id_data: bpy.types.ID) -> Any:
+    """The F-curves `action` holds for `id_data` (any action, assigned or not: a pose
+    asset, say): the slot assigned to `id_data` when it is this action, else the slot
+    named for it, else the action's first object slot (4.4+); the action's F-curves (4.2)."""
+    if not SLOTTED:
+        return action.fcurves
+    anim = id_data.animation_data
+    slot = anim.action_slot if anim is not None and anim.action == action else None
+    if slot is None:
+        slots = [s for s in action.slots if s.target_id_type in {"OBJECT", "UNSPECIFIED"}]
+        named = [s for s in slots if s.name_display == id_data.name]
+        slot = (named or slots or [None])[0]
+    if slot is None:
+        return []
+    bag = channelbag(action, slot, create=False)
+    return bag.fcurves if bag else []
+
+
+def find_fcurve(id_data: bpy.types.ID, data_path: str, index: int) -> bpy.types.FCurve | None:
+    fcurves = fcurves_of(id_data)
+    return fcurves.find(data_path, index=index) if fcurves is not None else None
+
+
+def ensure_fcurve(action: bpy.types.Action, slot: Any, data_path: str, index: int, group: str) -> bpy.types.FCurve:
+    if SLOTTED:
+        bag = channelbag(action, slot, create=True)
+        found = bag.fcurves.find(data_path, index=index)
+        if found is not None:
+            return found
+        # `fcurves.new(group_name=)` is 5.0 only; assigning the group works from 4.4 on.
+        fcurve = bag.fcurves.new(data_path, index=index)
+        fcurve.group = bag.groups.get(group) or bag.groups.new(group)
+        return fcurve
+    found = action.fcurves.find(data_path, index=index)
+    return found if found is not None else action.fcurves.new(data_path, index=index, action_group=group)
+
+
+def prepare_action(obj: bpy.types.Object, new_action: bool) -> tuple[bpy.types.Action, Any, bpy.types.Action | None]:
+    """The action keys go into, its slot (4.4+, else None), and the previously assigned
+    action. A new action starts as a copy of the current one (so every other channel keeps
+    playing), gets the current one's slot, and is assigned; the old one is kept with a fake
+    user so saving does not drop it."""
+    anim = obj.animation_data or obj.animation_data_create()
+    old = anim.action
+    if not new_action and old is not None:
+        action = old
+    else:
+        if old is not None:
+            action = old.copy()
+            old.use_fake_user = True
+        else:
+            action = bpy.data.actions.new(f"{obj.name}Action")
+        action.name = f"{old.name if old else obj.name}.tendon"
+        old_slot = assigned_slot(obj)
+        anim.action = action
+        if SLOTTED and old_slot is not None and anim.action_slot is None:
+            matching = [s for s in action.slots if s.identifier == old_slot.identifier]
+            if matching:
+                anim.action_slot = matching[0]
+    slot = None
+    if SLOTTED:
+        slot = anim.action_slot
+        if slot is None:
+            slot = action.slots.new(id_type="OBJECT", name=obj.name)
+            anim.action_slot = slot
+    return action, slot, old
+
+
+def replace_keys(
+    fcurve: bpy.types.FCurve, frames: np.ndarray, values: np.ndarray, interpolation: str, span: tuple[float, float]
+) -> None:
+    """Replaces the keys of `fcurve` whose frame lies in `span` (inclusive) by keys at
+    `frames` with `values`; every other key is kept as it was."""
+    points = fcurve.keyframe_points
+    count = len(points)
+    added = len(frames)
+    if count == 0:
+        # A fresh curve: new keys already have Blender's defaults but for these two.
+        points.add(added)
+        points.foreach_set("co", np.stack([frames, values], axis=1).astype(np.float32).ravel())
+        points.foreach_set("interpolation", np.full(added, enum_value("interpolation", interpolation), np.int32))
+        fcurve.update()
+        return
+    kept = {name: array.reshape(count, -1) for name, array in key_arrays(points, tuple(KEY_ATTRIBUTES)).items()}
+    outside = (kept["co"][:, 0] < span[0] - 1e-4) | (kept["co"][:, 0] > span[1] + 1e-4)
+    kept = {name: array[outside] for name, array in kept.items()}
+    co = np.stack([frames, values], axis=1).astype(np.float32)
+    new = {
+        "co": co,
+        "handle_left": co,
+        "handle_right": co,
+        "handle_left_type": np.full((added, 1), enum_value("handle_left_type", "AUTO_CLAMPED"), np.int32),
+        "handle_right_type": np.full((added, 1), enum_value("handle_right_type", "AUTO_CLAMPED"), np.int32),
+        "interpolation": np.full((added, 1), enum_value("interpolation", interpolation), np.int32),
+        "easing": np.full((added, 1), enum_value("easing", "AUTO"), np.int32),
+        "type": np.full((added, 1), enum_value("type", "KEYFRAME"), np.int32),
+        "back": np.full((added, 1), 1.70158, np.float32),
+        "amplitude": np.full((added, 1), 0.8, np.float32),
+        "period": np.full((added, 1), 4.1, np.float32),
+    }
+    merged = {name: np.concatenate([kept[name], new[name]]) for name in KEY_ATTRIBUTES}
+    order = np.argsort(merged["co"][:, 0], kind="stable")
+    points.clear()
+    points.add(len(order))
+    for name in KEY_ATTRIBUTES:
+        points.foreach_set(name, np.ascontiguousarray(merged[name][order]).ravel())
+    fcurve.update()
+
+
+def rotation_channel(mode: str) -> str:
+    """The pose-bone property holding rotations in `mode`."""
+    return {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}.get(mode, "rotation_euler")
+
+
+def write_bone_channels(
+    action: bpy.types.Action,
+    slot: Any,
+    bone: str,
+    channel: str,
+    frames: np.ndarray,
+    values: np.ndarray,
+    interpolation: str,
+    span: tuple[float, float],
+) -> int:
+    """Keys one bone property (`rotation_euler`, `scale`, ...), frames x components, in
+    `action`; returns the keys written."""
+    data_path = f'pose.bones["{bpy.utils.escape_identifier(bone)}"].{channel}'
+    for index in range(values.shape[1]):
+        fcurve = ensure_fcurve(action, slot, data_path, index, bone)
+        replace_keys(fcurve, frames, values[:, index], interpolation, span)
+    return values.size

@@ -1,0 +1,184 @@
+"""Live mode: armatures with ``Object.tendon.live`` re-solve whenever a target, the armature
+or the frame moves, from the dependency graph's update handler. Each solve's status is
+measured on the update that follows it, in the pose Blender then shows.
+
+The handler does almost nothing on the updates that concern no live armature: the live
+armatures are listed once (and again when relations change, a file loads or undo runs),
+and each one's targets and transform are compared with the last solve's before anything
+else is read.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import bpy
+
+from . import props, rig, space
+from .native import TendonUserError
+from .solve import SolveOutcome, solve
+
+#: Names of the objects with live mode on, or None when they must be listed again.
+_live: list[str] | None = None
+#: What each live armature's last solve started from (pointer -> values, see `signature`).
+_signatures: dict[int, list[Any]] = {}
+#: Live solves not yet measured in Blender's evaluated pose (pointer -> outcome).
+_unmeasured: dict[int, SolveOutcome] = {}
+#: Seconds the last live update of each armature took (pointer -> seconds), for the panel.
+live_timings: dict[int, float] = {}
+
+_busy = False
+
+
+def forget() -> None:
+    """Forgets the live armatures and what their last solves saw."""
+    global _live
+    _live = None
+    _signatures.clear()
+    _unmeasured.clear()
+
+
+def live_objects(scene: bpy.types.Scene) -> list[bpy.types.Object]:
+    """The armatures of `scene` with live mode on."""
+    global _live
+    objects = scene.objects
+    if _live is None:
+        _live = [obj.name for obj in bpy.data.objects if obj.type == "ARMATURE" and obj.tendon.live]
+    found = []
+    for name in _live:
+        obj = objects.get(name)
+        if obj is not None and obj.type == "ARMATURE" and obj.tendon.live and obj.library is None:
+            found.append(obj)
+    return found
+
+
+def set_status(obj: bpy.types.Object, status: str) -> None:
+    # Writing an unchanged value would still tag the object for another update.
+    if obj.tendon.status != status:
+        obj.tendon.status = status
+
+
+def signature(obj: bpy.types.Object) -> list[Any]:
+    """Everything a live solve depends on that moves: the armature's and targets' world
+    matrices, the mode, and whether each effector's bone exists (a bone renamed or deleted
+    in Edit Mode is reported when Pose Mode returns, not when a target next moves)."""
+    values: list[Any] = [obj.mode, obj.matrix_world.copy()]
+    bones = obj.data.bones
+    for effector in obj.tendon.effectors:
+        if not effector.enabled:
+            continue
+        values.append(effector.bone in bones)
+        for target, subtarget in space.target_objects(effector):
+            try:
+                values.append(space.target_world_matrix(target, subtarget, "").copy())
+            except TendonUserError:
+                values.append(None)
+    return values
+
+
+def live_update(scene: bpy.types.Scene, force: bool = False) -> None:
+    """Re-solves each live armature of `scene` whose targets moved. Never raises: problems
+    go to the armature's status line."""
+    global _busy
+    if _busy:
+        return
+    _busy = True
+    try:
+        for obj in live_objects(scene):
+            key = obj.as_pointer()
+            if obj.mode == "EDIT":
+                # The bones being edited are not the armature's bones until Edit Mode ends.
+                _signatures.pop(key, None)
+                _unmeasured.pop(key, None)
+                set_status(obj, "Live: paused in Edit Mode")
+                continue
+            seen = signature(obj)
+            if not force and _signatures.get(key) == seen:
+                # The update that follows a live solve: measure it in the pose Blender shows.
+                outcome = _unmeasured.pop(key, None)
+                if outcome is not None:
+                    outcome.measure(obj)
+                    set_status(obj, "Live: " + outcome.status())
+                continue
+            _signatures[key] = seen
+            started = time.perf_counter()
+            try:
+                outcome = solve(obj)
+                _unmeasured[key] = outcome
+                status = "Live: " + outcome.status()
+            except TendonUserError as problem:
+                _unmeasured.pop(key, None)
+                status = f"Live: {problem}"
+            live_timings[key] = time.perf_counter() - started
+            set_status(obj, status)
+    finally:
+        _busy = False
+
+
+class live_suspended:  # noqa: N801 (used as a context manager, like a function)
+    """Live mode does nothing inside this block (baking changes frames on purpose)."""
+
+    def __enter__(self) -> None:
+        global _busy
+        self.was_busy = _busy
+        _busy = True
+
+    def __exit__(self, *_exc: object) -> None:
+        global _busy
+        _busy = self.was_busy
+
+
+def live_switched(settings: Any, context: bpy.types.Context) -> None:
+    """`Object.tendon.live` was switched: list the live armatures again, and solve now."""
+    global _live
+    _live = None
+    if settings.live:
+        live_update(context.scene, force=True)
+    else:
+        settings.status = ""
+
+
+@bpy.app.handlers.persistent
+def on_depsgraph_update(scene: bpy.types.Scene, depsgraph: Any = None) -> None:
+    global _live
+    if depsgraph is not None and rig.structure_changed(depsgraph):
+        # Objects may have been added, deleted, renamed or duplicated (live mode and all).
+        _live = None
+    live_update(scene)
+
+
+@bpy.app.handlers.persistent
+def on_frame_change(scene: bpy.types.Scene, _depsgraph: Any = None) -> None:
+    live_update(scene)
+
+
+@bpy.app.handlers.persistent
+def on_replaced(*_args: Any) -> None:
+    """A file loaded, or undo or redo: the objects are new."""
+    forget()
+
+
+HANDLERS = (
+    (bpy.app.handlers.depsgraph_update_post, on_depsgraph_update),
+    (bpy.app.handlers.frame_change_post, on_frame_change),
+    (bpy.app.handlers.load_post, on_replaced),
+    (bpy.app.handlers.undo_post, on_replaced),
+    (bpy.app.handlers.redo_post, on_replaced),
+)
+
+
+def register() -> None:
+    props.listeners["live"].append(live_switched)
+    for handlers, handler in HANDLERS:
+        if handler not in handlers:
+            handlers.append(handler)
+
+
+def unregister() -> None:
+    for handlers, handler in HANDLERS:
+        while handler in handlers:
+            handlers.remove(handler)
+    while live_switched in props.listeners["live"]:
+        props.listeners["live"].remove(live_switched)
+    forget()

@@ -1,0 +1,206 @@
+"""Reading and writing poses in bulk: ``foreach_get`` of whole arrays in, ``foreach_set`` of
+whole arrays out, in each bone's own rotation mode. No per-bone Python loop and no maths:
+the native library splits matrices and turns rotations into each mode's channels.
+
+Arrays here are in the rig's bone order (``RigEntry.names``); ``RigEntry.pose_order`` maps
+them to ``obj.pose.bones``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import bpy
+import numpy as np
+from mathutils import Euler, Quaternion
+
+from .native import native
+
+if TYPE_CHECKING:
+    from .rig import RigEntry
+
+#: A pose scale this small on an axis flattens the bone and every bone under it: their
+#: rotations can no longer be read from (or written into) their frames.
+COLLAPSED_SCALE = 1e-6
+
+#: Blender's rotation modes by the integer ``foreach_get("rotation_mode")`` gives.
+MODES = {item.value: item.identifier for item in bpy.types.PoseBone.bl_rna.properties["rotation_mode"].enum_items}
+
+#: The pose-bone property holding rotations in each mode, and its width.
+CHANNELS = {"QUATERNION": ("rotation_quaternion", 4), "AXIS_ANGLE": ("rotation_axis_angle", 4)}
+EULER_CHANNEL = ("rotation_euler", 3)
+
+#: Channels of the rest rotation in each of Blender's rotation modes (Euler: zeros).
+REST_CHANNELS = {"QUATERNION": (1.0, 0.0, 0.0, 0.0), "AXIS_ANGLE": (0.0, 0.0, 1.0, 0.0)}
+
+
+def rotation_channel(mode: str) -> tuple[str, int]:
+    """The pose-bone property holding rotations in `mode`, and its width."""
+    return CHANNELS.get(mode, EULER_CHANNEL)
+
+
+def in_rig_order(entry: RigEntry, array: np.ndarray) -> np.ndarray:
+    """Rows of a per-pose-bone array (pose order) in the rig's order."""
+    return array if entry.pose_in_order else array[entry.pose_order]
+
+
+def read_matrices(obj: bpy.types.Object, entry: RigEntry, name: str, out: np.ndarray | None = None) -> np.ndarray:
+    """Every pose bone's `name` matrix (``matrix_basis`` or the evaluated ``matrix``), (n,
+    16) column-major each, in the rig's order."""
+    flat = np.empty(entry.count * 16, np.float32) if out is None else out
+    obj.pose.bones.foreach_get(name, flat)
+    return in_rig_order(entry, flat.reshape(entry.count, 16))
+
+
+def channel_pose(
+    obj: bpy.types.Object, entry: RigEntry, basis: np.ndarray, current: bool = True
+) -> tuple[np.ndarray, ...]:
+    """The pose the channels give: `basis` ((..., n, 16) matrix_basis in rig order) as
+    rotations, translations and scales (..., n, 4 / 3 / 3). When `basis` is the current
+    pose, a bone scaled to zero on an axis keeps the rotation of its channels (its matrix
+    no longer holds one); other callers fix those with `collapsed_rotations`."""
+    shape = basis.shape[:-1]
+    rotations, translations, scales = native().matrices_to_transforms(basis.reshape(-1, 4, 4), column_major=True)
+    if current:
+        for bone, rotation in collapsed_rotations(obj, entry, scales).items():
+            rotations[bone] = rotation
+    return rotations.reshape(*shape, 4), translations.reshape(*shape, 3), scales.reshape(*shape, 3)
+
+
+def collapsed_rotations(obj: bpy.types.Object, entry: RigEntry, scales: np.ndarray) -> dict[int, tuple[float, ...]]:
+    """The bones (rig indices) whose current pose `scales` (n, 3) flatten an axis, mapped to
+    the rotation of their channels. Empty, after one vectorised test, for every usual pose."""
+    if np.abs(scales).min() > COLLAPSED_SCALE:
+        return {}
+    collapsed = np.nonzero(np.abs(scales).min(axis=1) <= COLLAPSED_SCALE)[0]
+    pose_bones = obj.pose.bones
+    return {bone: channel_rotation(pose_bones[int(entry.pose_order[bone])]) for bone in collapsed.tolist()}
+
+
+def channel_rotation(pose_bone: bpy.types.PoseBone) -> tuple[float, ...]:
+    """A pose bone's rotation (w, x, y, z) from the channels of its rotation mode (only for
+    the rare bone scaled to zero, whose matrix has lost it)."""
+    mode = pose_bone.rotation_mode
+    if mode == "QUATERNION":
+        rotation = pose_bone.rotation_quaternion.normalized()
+    elif mode == "AXIS_ANGLE":
+        angle, *axis = pose_bone.rotation_axis_angle
+        rotation = Quaternion(axis, angle)
+    else:
+        rotation = Euler(pose_bone.rotation_euler, mode).to_quaternion()
+    values = tuple(rotation)
+    return values if all(math.isfinite(v) for v in values) and any(values) else (1.0, 0.0, 0.0, 0.0)
+
+
+def evaluated_pose(obj: bpy.types.Object, entry: RigEntry) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """The armature-space matrices Blender last evaluated, (n, 16) column-major, and the
+    pose (rotations, translations, scales) that gives them in Tendon's model: constraints,
+    drivers and inheritance options included, for the bones the solve does not move."""
+    matrices = read_matrices(obj, entry, "matrix")
+    return matrices, entry.rig.pose_from_world(matrices.reshape(-1, 4, 4), column_major=True)
+
+
+def rotation_modes(obj: bpy.types.Object) -> np.ndarray:
+    """Every pose bone's rotation mode as ``MODES`` keys, in pose order."""
+    pose_bones = obj.pose.bones
+    modes = np.empty(len(pose_bones), np.int32)
+    pose_bones.foreach_get("rotation_mode", modes)
+    return modes
+
+
+class Channels:
+    """Pose-bone properties of a whole armature in bulk: each read once when first asked
+    for, written back whole (every other bone gets the value it had)."""
+
+    def __init__(self, obj: bpy.types.Object) -> None:
+        self.pose_bones = obj.pose.bones
+        self.count = len(self.pose_bones)
+        self.arrays: dict[str, np.ndarray] = {}
+
+    def array(self, name: str, width: int) -> np.ndarray:
+        """The property `name` of every pose bone, (n, width), pose order."""
+        found = self.arrays.get(name)
+        if found is None:
+            found = np.empty(self.count * width, np.float32)
+            self.pose_bones.foreach_get(name, found)
+            found = self.arrays[name] = found.reshape(self.count, width)
+        return found
+
+    def write(self) -> None:
+        for name, array in self.arrays.items():
+            self.pose_bones.foreach_set(name, array.ravel())
+
+
+def mode_groups(obj: bpy.types.Object, entry: RigEntry, bones: np.ndarray) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """`bones` (rig indices) grouped by rotation mode: (mode, the group's bones, their rows
+    in ``obj.pose.bones``), from one bulk read of the modes."""
+    modes = rotation_modes(obj)
+    rows = entry.pose_order[bones]
+    bone_modes = modes[rows]
+    first = bone_modes[0]
+    if (bone_modes == first).all():
+        return [(MODES[int(first)], bones, rows)]
+    groups = []
+    for value in np.unique(bone_modes).tolist():
+        which = bone_modes == value
+        groups.append((MODES[value], bones[which], rows[which]))
+    return groups
+
+
+def previous_channels(
+    obj: bpy.types.Object, entry: RigEntry, bones: np.ndarray
+) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """`bones` (rig indices) grouped by rotation mode: (mode, the group's bones, their
+    current channels)."""
+    if not len(bones):
+        return []
+    channels = Channels(obj)
+    return [
+        (mode, members, channels.array(*rotation_channel(mode))[rows])
+        for mode, members, rows in mode_groups(obj, entry, bones)
+    ]
+
+
+def write_rotations(obj: bpy.types.Object, entry: RigEntry, bones: np.ndarray, rotations: np.ndarray) -> None:
+    """Writes the local rotations (rig order, w-first) of `bones` in each bone's rotation
+    mode, each value nearest the bone's current one (no Euler flips, no quaternion sign
+    jumps): per mode one native conversion, per channel property one bulk write."""
+    if not len(bones):
+        return
+    tendon = native()
+    channels = Channels(obj)
+    for mode, members, rows in mode_groups(obj, entry, bones):
+        array = channels.array(*rotation_channel(mode))
+        array[rows] = tendon.rotation_channels(rotations[members], mode, array[rows])
+    channels.write()
+    tag_pose(obj)
+
+
+def write_vectors(obj: bpy.types.Object, entry: RigEntry, name: str, bones: np.ndarray, values: np.ndarray) -> None:
+    """Writes `values` (rig order, n x 3) of `bones` into the pose bones' `name`
+    (``location`` or ``scale``) in one bulk write."""
+    if not len(bones):
+        return
+    channels = Channels(obj)
+    channels.array(name, 3)[entry.pose_order[bones]] = values[bones]
+    channels.write()
+    tag_pose(obj)
+
+
+def reset_rotations(obj: bpy.types.Object, entry: RigEntry, bones: np.ndarray) -> None:
+    """Puts `bones` (rig indices) back to their rest rotation, in each bone's mode."""
+    if not len(bones):
+        return
+    channels = Channels(obj)
+    for mode, _members, rows in mode_groups(obj, entry, bones):
+        name, width = rotation_channel(mode)
+        channels.array(name, width)[rows] = REST_CHANNELS.get(mode, (0.0,) * width)
+    channels.write()
+    tag_pose(obj)
+
+
+def tag_pose(obj: bpy.types.Object) -> None:
+    """Bulk writes tag nothing: ask for the pose to be evaluated again, as setting one
+    channel through its property does."""
+    obj.update_tag(refresh={"DATA"})

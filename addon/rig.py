@@ -1,0 +1,260 @@
+"""The rig cache: each armature's native rig, its bones' names, parents, lengths and limits,
+and the bone facts the refusals need (which bones carry constraints or drivers), built once
+and reused until an event says they changed:
+
+- a bone's Tendon limits changed (the limit properties' update callbacks);
+- the armature's bones changed: Blender rebuilds the dependency graph's relations (Edit
+  Mode left, a bone parented, a constraint or driver added or removed: the scene shows up
+  in ``depsgraph.updates``) or updates the armature's data without a transform (a bone
+  renamed);
+- a file was loaded, or undo or redo replaced the data.
+
+What may change from one solve to the next without such an event (the pose, the armature's
+and targets' transforms, constraint influence, inheritance options, scale) is read in bulk
+at each solve (``pose.py``, ``chains.py``), never cached here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import bpy
+import numpy as np
+
+from . import chains, native, props
+from .native import TendonUserError
+
+
+@dataclass
+class RigEntry:
+    """A native rig built from an armature, and what maps between the two."""
+
+    #: The armature data and bone count it was built from (a cheap check at each use).
+    data_pointer: int
+    count: int
+    rig: Any
+    names: list[str]
+    index: dict[str, int]
+    parents: list[int]
+    lengths: np.ndarray
+    #: For each bone (in `names` order), its index in ``obj.pose.bones``.
+    pose_order: np.ndarray
+    #: True when ``obj.pose.bones`` lists the bones in `names` order.
+    pose_in_order: bool
+    #: Bones (rig indices) that carry constraints, muted or not: the only ones whose
+    #: constraints a solve looks at (their muting and influence may be animated).
+    constrained: frozenset[int]
+    #: Bones an unmuted driver sets the rotation or location of -> that channel.
+    driven: dict[int, str]
+    #: Bones that do not inherit their parent's rotation.
+    no_inherit_rotation: frozenset[int]
+    #: Bones that inherit scale other than Full -> how (``Bone.inherit_scale``).
+    inherit_scale: dict[int, str]
+    #: What solves work out from the rig and the effectors' settings alone (chains, the
+    #: bones they move, ...), kept as long as the rig is: see `remember`.
+    memo: dict[Any, Any] = field(default_factory=dict)
+
+    def remember(self, key: Any, make: Callable[[], Any]) -> Any:
+        """`make()`, worked out once per rig (and per `key`)."""
+        found = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = make()
+        return found
+
+    @property
+    def longest(self) -> float:
+        """The longest bone's length."""
+        return self.remember("longest", lambda: float(self.lengths.max()))
+
+    def length(self, bone: int) -> float:
+        return self.remember(("length", bone), lambda: float(self.lengths[bone]))
+
+    def chain(self, bone: int, chain_length: int) -> list[int]:
+        """The effector bone and the ancestors its chain may turn (chain length 0: to the
+        root), effector first."""
+        return self.remember(
+            ("chain", bone, chain_length), lambda: chains.chain_bones(self.parents, bone, chain_length)
+        )
+
+
+#: (armature object pointer, with tension) -> entry.
+_rigs: dict[tuple[int, bool], RigEntry] = {}
+
+
+def clear() -> None:
+    """Forgets every cached rig."""
+    _rigs.clear()
+
+
+def forget(obj: bpy.types.Object) -> None:
+    """Forgets the rigs of armature `obj` (its limits changed)."""
+    key = obj.as_pointer()
+    _rigs.pop((key, False), None)
+    _rigs.pop((key, True), None)
+
+
+def is_default_tension(tension: list[dict[str, dict[str, float]]]) -> bool:
+    """Whether a bone's tension settings are the native defaults (to float32 precision)."""
+    threshold, rigidity = native.tension_defaults()
+    default = {"threshold": threshold, "rigidity": rigidity}
+    return all(
+        abs(axis[side][key] - default[key]) < 1e-6
+        for axis in tension
+        for side in ("negative", "positive")
+        for key in ("threshold", "rigidity")
+    )
+
+
+def limits_json(obj: bpy.types.Object, with_tension: bool) -> str | None:
+    """The pose bones' Tendon limits as the native library's JSON (None when no bone has
+    any). Tension settings, which only the tension minimiser reads, only `with_tension`.
+    Read once per rig build, not per solve."""
+    default_order = props.EULER_ITEMS[0][0]
+    limits: dict[str, dict[str, Any]] = {}
+    for pose_bone in obj.pose.bones:
+        settings = pose_bone.tendon
+        axes: dict[str, Any] = {}
+        for axis in "xyz":
+            if getattr(settings, f"lock_{axis}"):
+                axes[axis] = {"mode": "locked"}
+            elif getattr(settings, f"use_limit_{axis}"):
+                low, high = getattr(settings, f"min_{axis}"), getattr(settings, f"max_{axis}")
+                axes[axis] = {"mode": "range", "min": low, "max": high}
+        tension = (
+            [
+                {
+                    side: {
+                        "threshold": getattr(settings, f"threshold_{side}_{axis}"),
+                        "rigidity": getattr(settings, f"rigidity_{side}_{axis}"),
+                    }
+                    for side in ("negative", "positive")
+                }
+                for axis in "xyz"
+            ]
+            if with_tension
+            else None
+        )
+        if tension and not is_default_tension(tension):
+            axes["tension"] = tension
+        if axes or settings.euler_order != default_order:
+            limits[pose_bone.name] = {"order": settings.euler_order, **axes}
+            if settings.limit_roll:
+                limits[pose_bone.name]["roll"] = settings.limit_roll
+    return json.dumps(limits, sort_keys=True) if limits else None
+
+
+def read_rig(obj: bpy.types.Object, with_tension: bool | None = None) -> RigEntry:
+    """The native rig of armature `obj`, from the cache while no event said its bones or
+    limits changed. `with_tension` (default: whether the solver is the tension
+    minimiser) adds the bones' tension settings to the limits."""
+    if with_tension is None:
+        with_tension = obj.tendon.solver == "TENSION"
+    bones = obj.data.bones
+    entry = _rigs.get((obj.as_pointer(), with_tension))
+    if entry is not None and entry.data_pointer == obj.data.as_pointer() and entry.count == len(bones):
+        return entry
+    entry = build(obj, with_tension)
+    _rigs[(obj.as_pointer(), with_tension)] = entry
+    return entry
+
+
+def build(obj: bpy.types.Object, with_tension: bool) -> RigEntry:
+    tendon = native.native()
+    bones = obj.data.bones
+    n = len(bones)
+    if n == 0:
+        raise TendonUserError(f"Armature '{obj.name}' has no bones")
+    names = [bone.name for bone in bones]
+    index = {name: i for i, name in enumerate(names)}
+    parents = [index[bone.parent.name] if bone.parent else -1 for bone in bones]
+    matrices = np.empty(n * 16, np.float32)
+    bones.foreach_get("matrix_local", matrices)
+    lengths = np.empty(n, np.float32)
+    bones.foreach_get("length", lengths)
+    pose_bones = obj.pose.bones
+    pose_names = [pose_bone.name for pose_bone in pose_bones]
+    pose_index = {name: i for i, name in enumerate(pose_names)}
+    pose_order = np.array([pose_index[name] for name in names], np.int64)
+    # foreach_get gives each matrix column by column: transposed, they are row-major.
+    rest = matrices.reshape(n, 4, 4).transpose(0, 2, 1)
+    try:
+        rig = tendon.Rig.from_arrays(names, parents, rest, lengths, limits_json(obj, with_tension))
+    except tendon.TendonError as error:
+        raise TendonUserError(f"Armature '{obj.name}': {error}") from error
+    # What keeps Blender from posing a bone from its channels, as far as it changes only with
+    # the events that make this cache forget (the solve still catches any bone that is not
+    # where its channels put it, whatever the reason).
+    constrained = frozenset(index[pose_bone.name] for pose_bone in pose_bones if len(pose_bone.constraints))
+    driven = {index[name]: channel for name, channel in chains.driven_bones(obj).items() if name in index}
+    no_inherit_rotation = frozenset(i for i, bone in enumerate(bones) if not bone.use_inherit_rotation)
+    inherit_scale = {i: bone.inherit_scale for i, bone in enumerate(bones) if bone.inherit_scale != "FULL"}
+    return RigEntry(
+        data_pointer=obj.data.as_pointer(),
+        count=n,
+        rig=rig,
+        names=names,
+        index=index,
+        parents=parents,
+        lengths=lengths,
+        pose_order=pose_order,
+        pose_in_order=pose_names == names,
+        constrained=constrained,
+        driven=driven,
+        no_inherit_rotation=no_inherit_rotation,
+        inherit_scale=inherit_scale,
+    )
+
+
+# --- Events that invalidate ----------------------------------------------------------------
+
+
+def structure_changed(depsgraph: Any) -> bool:
+    """Whether an update says some armature's bones (or their constraints or drivers) may
+    have changed: the relations were rebuilt (the scene is among the updates), or an
+    armature's data was updated without a transform (a bone renamed)."""
+    for update in depsgraph.updates:
+        id_data = update.id
+        if isinstance(id_data, bpy.types.Scene):
+            return True
+        if isinstance(id_data, bpy.types.Armature) and not update.is_updated_transform:
+            return True
+    return False
+
+
+@bpy.app.handlers.persistent
+def on_depsgraph_update(_scene: bpy.types.Scene, depsgraph: Any = None) -> None:
+    if depsgraph is None or structure_changed(depsgraph):
+        clear()
+
+
+@bpy.app.handlers.persistent
+def on_replaced(*_args: Any) -> None:
+    """A file loaded, or undo or redo: every Python reference and pointer may be stale."""
+    clear()
+
+
+HANDLERS = (
+    (bpy.app.handlers.depsgraph_update_post, on_depsgraph_update),
+    (bpy.app.handlers.load_post, on_replaced),
+    (bpy.app.handlers.undo_post, on_replaced),
+    (bpy.app.handlers.redo_post, on_replaced),
+)
+
+
+def register() -> None:
+    props.listeners["limits"].append(forget)
+    for handlers, handler in HANDLERS:
+        if handler not in handlers:
+            handlers.append(handler)
+
+
+def unregister() -> None:
+    for handlers, handler in HANDLERS:
+        while handler in handlers:
+            handlers.remove(handler)
+    while forget in props.listeners["limits"]:
+        props.listeners["limits"].remove(forget)
+    clear()

@@ -1,0 +1,689 @@
+"""One solve at the current frame: the effectors as native goals, the refusals, one native
+solve, the bulk write, and the outcome measured in the pose Blender evaluates.
+
+Per solve only what may have changed is read: the effectors' settings, the targets' and
+the armature's world matrices, the pose (``matrix_basis`` and Blender's evaluated
+``matrix``, in bulk) and the few bone options no event reports (``chains.py``). The rig,
+its limits and the bones' constraints and drivers come from the rig cache (``rig.py``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import bpy
+import numpy as np
+from mathutils import Euler, Quaternion
+
+from . import chains, keys, native, pose, space
+from .native import TendonUserError
+from .rig import RigEntry, read_rig
+
+#: Rotations closer than this (per quaternion component) count as unchanged.
+UNCHANGED = 1e-7
+
+#: Blender evaluates the pose in float32 along another path than Tendon's: a solved point
+#: lands a few 1e-7 of its chain's length from where Tendon put it. Measured in Blender's
+#: pose, an effector counts as reached within the solver's tolerance plus this much.
+MEASURE_SLACK = 2e-6
+
+
+def armature_problem(obj: bpy.types.Object | None, need_pose_mode: bool = True) -> str | None:
+    """Why Tendon cannot pose `obj`, or None when it can."""
+    if obj is None:
+        return "No active object: select an armature"
+    if obj.type != "ARMATURE":
+        return f"Active object '{obj.name}' is not an armature"
+    if obj.library is not None:
+        return f"Armature '{obj.name}' is linked from '{obj.library.filepath}': make a library override to pose it"
+    if need_pose_mode and obj.mode != "POSE":
+        return f"Armature '{obj.name}' is not in Pose Mode"
+    if len(obj.data.bones) == 0:
+        return f"Armature '{obj.name}' has no bones"
+    return None
+
+
+def chain_bones(entry: RigEntry, bone: int, chain_length: int) -> list[int]:
+    """The effector bone and the ancestors its chain may turn (chain length 0: to the root).
+    Worked out once per rig: do not change the list."""
+    return entry.chain(bone, chain_length)
+
+
+# --- Goals --------------------------------------------------------------------------------
+
+
+class Effector(NamedTuple):
+    """What a solve reads of one enabled effector, in one go: the checks that depend on
+    nothing else are made once per rig and these settings (`GoalPlan`)."""
+
+    bone: str
+    target: Any
+    subtarget: str
+    chain_length: int
+    weight: float
+    use_tail: bool
+    use_rotation: bool
+    rotation_weight: float
+    pole_target: Any
+    pole_subtarget: str
+    pole_angle: float
+    use_scale: bool
+
+
+def read_effectors(obj: bpy.types.Object) -> tuple[Effector | None, ...]:
+    """The armature's effectors (None for a disabled one), as the solve needs them."""
+    return tuple(
+        Effector(
+            e.bone,
+            e.target,
+            e.subtarget,
+            e.chain_length,
+            e.weight,
+            e.use_tail,
+            e.use_rotation,
+            e.rotation_weight,
+            e.pole_target,
+            e.pole_subtarget,
+            e.pole_angle,
+            e.use_scale,
+        )
+        if e.enabled
+        else None
+        for e in obj.tendon.effectors
+    )
+
+
+@dataclass
+class GoalSet:
+    """The goals of an armature's enabled, valid effectors, and what was skipped and why."""
+
+    goals: list[Any] = field(default_factory=list)
+    #: Index into the armature's effector collection of each goal.
+    effectors: list[int] = field(default_factory=list)
+    #: The settings of each goal's effector.
+    settings: list[Effector] = field(default_factory=list)
+    #: The (bone index, chain length) of each goal.
+    chains: list[tuple[int, int]] = field(default_factory=list)
+    #: Each goal's target, armature space (goals, 3).
+    points: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.float32))
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def use_tail(self) -> list[bool]:
+        """Whether each goal's effector point is its bone's tail (else its head)."""
+        return [bool(settings.use_tail) for settings in self.settings]
+
+    def keep(self, kept: list[int]) -> None:
+        """Keeps only the goals at positions `kept`."""
+        self.goals = [self.goals[k] for k in kept]
+        self.effectors = [self.effectors[k] for k in kept]
+        self.settings = [self.settings[k] for k in kept]
+        self.chains = [self.chains[k] for k in kept]
+        self.points = self.points[kept]
+
+
+def effector_label(position: int, bone: str) -> str:
+    return f"effector {position + 1} ('{bone}')" if bone else f"effector {position + 1} (no bone set)"
+
+
+@dataclass
+class Sighted:
+    """An effector that passed the checks."""
+
+    position: int
+    settings: Effector
+    label: str
+    bone: int
+    chain_length: int
+    #: Whether the goal has a rotation target.
+    rotating: bool
+
+
+@dataclass
+class GoalPlan:
+    """The effectors that pass the checks which depend only on the rig and the effectors'
+    settings, and the warnings those checks gave (worked out once per rig and settings)."""
+
+    sighted: list[Sighted]
+    warnings: list[str]
+
+
+def sight_effector(
+    obj: bpy.types.Object, entry: RigEntry, position: int, effector: Effector, warnings: list[str]
+) -> Sighted:
+    """One effector checked; raises TendonUserError naming what is wrong."""
+    label = effector_label(position, effector.bone)
+    if not effector.bone:
+        raise TendonUserError(f"{label} has no bone")
+    bone = entry.index.get(effector.bone)
+    if bone is None:
+        raise TendonUserError(f"{label}: armature '{obj.name}' has no bone '{effector.bone}' (renamed or deleted?)")
+    if effector.target is None:
+        raise TendonUserError(f"{label} has no target object")
+    for target, subtarget, role in (
+        (effector.target, effector.subtarget, "target"),
+        (effector.pole_target, effector.pole_subtarget, "pole target"),
+    ):
+        if target is None:
+            continue
+        # Deleting an object in the viewport leaves it in the file while something points
+        # at it, in no scene, where it is never evaluated again.
+        if not target.users_scene:
+            raise TendonUserError(f"{label}: {role} '{target.name}' is in no scene (deleted?)")
+        if target == obj and not subtarget:
+            raise TendonUserError(
+                f"{label}: the {role} is armature '{obj.name}' itself, whose origin moves with it: "
+                "set a Target Bone, or pick another object"
+            )
+    depth = len(chain_bones(entry, bone, 0))
+    chain_length = effector.chain_length
+    if chain_length > depth:
+        warnings.append(
+            f"{label}: chain length {chain_length} is longer than the {depth} bones up to the root; using {depth}"
+        )
+        chain_length = 0
+    if effector.use_tail and entry.length(bone) <= 1e-5 * entry.longest:
+        warnings.append(f"{label}: bone '{effector.bone}' has (almost) zero length, so its tail is its head")
+    # A target bone that is missing is named now (the lookup raises); renaming or deleting a
+    # bone makes the rig cache, and with it this plan, forget.
+    space.target_world_matrix(effector.target, effector.subtarget, label)
+    if effector.pole_target is not None:
+        space.target_world_matrix(effector.pole_target, effector.pole_subtarget, label)
+    rotating = bool(effector.use_rotation and effector.rotation_weight > 0.0)
+    return Sighted(position, effector, label, bone, chain_length, rotating)
+
+
+def plan_goals(obj: bpy.types.Object, entry: RigEntry, effectors: tuple[Effector | None, ...]) -> GoalPlan:
+    warnings: list[str] = []
+    sighted = []
+    for position, effector in enumerate(effectors):
+        if effector is None:
+            continue
+        try:
+            sighted.append(sight_effector(obj, entry, position, effector, warnings))
+        except TendonUserError as problem:
+            warnings.append(f"{problem}; skipped")
+    return GoalPlan(sighted, warnings)
+
+
+def build_goals(obj: bpy.types.Object, entry: RigEntry) -> GoalSet:
+    """Goals in armature space from the enabled effectors; invalid ones are skipped with a
+    warning naming them. Per solve only the settings and the targets' matrices are read."""
+    tendon = native.native()
+    to_armature = np.array(space.world_to_armature(obj), np.float64)[None]
+    effectors = read_effectors(obj)
+    plan = entry.remember(("goals", effectors), lambda: plan_goals(obj, entry, effectors))
+    found = GoalSet(warnings=list(plan.warnings))
+    if not plan.sighted:
+        return found
+    matrices = []
+    for s in plan.sighted:
+        effector = s.settings
+        target = space.target_world_matrix(effector.target, effector.subtarget, s.label)
+        pole = None
+        if effector.pole_target is not None:
+            pole = space.target_world_matrix(effector.pole_target, effector.pole_subtarget, s.label).translation
+        matrices.append((target, pole))
+    rotating = any(s.rotating for s in plan.sighted)
+    poles = any(pole is not None for _, pole in matrices)
+    targets = space.armature_targets(
+        to_armature,
+        np.array([[target.translation for target, _ in matrices]], np.float64),
+        np.array([[target.to_3x3() for target, _ in matrices]], np.float64) if rotating else None,
+        np.array([[(0.0, 0.0, 0.0) if pole is None else pole for _, pole in matrices]], np.float64) if poles else None,
+    )
+    kept = []
+    for k, s in enumerate(plan.sighted):
+        effector = s.settings
+        arguments: dict[str, Any] = {
+            "weight": effector.weight,
+            "chain_length": s.chain_length,
+            "point": "tail" if effector.use_tail else "head",
+        }
+        if s.rotating:
+            arguments["rotation"] = targets.rotations[0, k]
+            arguments["rotation_weight"] = effector.rotation_weight
+        if effector.pole_target is not None:
+            arguments["pole"] = targets.poles[0, k]
+            arguments["pole_angle"] = effector.pole_angle
+        try:
+            goal = tendon.Goal(effector.bone, targets.points[0, k], **arguments)
+        except tendon.TendonError as error:
+            found.warnings.append(f"{s.label}: {error}; skipped")
+            continue
+        kept.append(k)
+        found.goals.append(goal)
+        found.effectors.append(s.position)
+        found.settings.append(effector)
+        found.chains.append((s.bone, s.chain_length))
+    found.points = targets.points[0, kept]
+    loops = entry.remember(("loops", effectors, tuple(kept)), lambda: loop_problems(obj, entry, found))
+    if loops:
+        found.warnings += [warning for _, warning in loops]
+        dropped = {k for k, _ in loops}
+        found.keep([k for k in range(len(found.goals)) if k not in dropped])
+    return found
+
+
+def loop_problems(obj: bpy.types.Object, entry: RigEntry, found: GoalSet) -> list[tuple[int, str]]:
+    """The goals (positions in `found`) whose target or pole is a bone of the same
+    armature that the solve moves (in or under a chain), each with a warning naming both:
+    the target would move as the chain reaches for it, and live mode would chase it for
+    ever."""
+    looking = [
+        k
+        for k, effector in enumerate(found.settings)
+        if (effector.target == obj and effector.subtarget) or (effector.pole_target == obj and effector.pole_subtarget)
+    ]
+    if not looking:
+        return []
+    labels = {
+        position: effector_label(position, e.bone) for position, e in zip(found.effectors, found.settings, strict=True)
+    }
+    # Bone -> the effector whose chain turns it; the bones under it move with it.
+    turned: dict[int, int] = {}
+    for (bone, length), position, effector in zip(found.chains, found.effectors, found.settings, strict=True):
+        for moved in chains.moving_bones(entry.parents, [(bone, length, chains.effector_turns(effector))]):
+            turned.setdefault(moved, position)
+    problems = []
+    for k in looking:
+        position, effector = found.effectors[k], found.settings[k]
+        problem = None
+        for target, subtarget, role in (
+            (effector.target, effector.subtarget, "target"),
+            (effector.pole_target, effector.pole_subtarget, "pole target"),
+        ):
+            bone = entry.index.get(subtarget) if target == obj and subtarget else None
+            while bone is not None and bone >= 0 and problem is None:
+                owner = turned.get(bone)
+                if owner is not None:
+                    whose = "its own chain" if owner == position else f"the chain of {labels[owner]}"
+                    via = f" (under '{entry.names[bone]}')" if entry.names[bone] != subtarget else ""
+                    problem = (
+                        f"{labels[position]}: its {role} bone '{subtarget}' moves with "
+                        f"{whose}{via}, so it would move as the chain reaches for it (a loop); "
+                        "pick a bone outside the chains; skipped"
+                    )
+                bone = entry.parents[bone]
+        if problem:
+            problems.append((k, problem))
+    return problems
+
+
+def drop_unsolvable(
+    obj: bpy.types.Object,
+    entry: RigEntry,
+    found: GoalSet,
+    evaluated: np.ndarray,
+    evaluated_rotations: np.ndarray,
+    channels: tuple[np.ndarray, ...],
+) -> list[int]:
+    """Skips, with a warning naming the bone and the reason, each goal whose chain holds a
+    bone Blender does not pose from its own channels; returns the bones the kept goals move."""
+    key = tuple(
+        (bone, length, chains.effector_turns(effector))
+        for (bone, length), effector in zip(found.chains, found.settings, strict=True)
+    )
+    moves, every = entry.remember(("moves", key), lambda: moving_sets(entry, key))
+    mismatched = chains.mismatched_bones(evaluated_rotations, channels[0], np.array(every, np.int64))
+    problems = chains.bone_problems(obj, entry, every, mismatched, channels[2], evaluated)
+    if not problems:
+        return every
+    kept = []
+    for k, bones in enumerate(moves):
+        # Bones under one collapsed bone share its problem: say it once.
+        reasons = list(dict.fromkeys(problems[bone] for bone in bones if bone in problems))
+        if reasons:
+            label = effector_label(found.effectors[k], found.settings[k].bone)
+            found.warnings.append(f"{label}: {'; '.join(reasons)}; skipped")
+        else:
+            kept.append(k)
+    found.keep(kept)
+    return sorted({bone for k in kept for bone in moves[k]})
+
+
+def moving_sets(entry: RigEntry, chains_key: tuple[tuple[int, int, bool], ...]) -> tuple[list[list[int]], list[int]]:
+    """The bones each goal may turn, and all of them sorted, from (bone, chain length, the
+    bone turns) per goal."""
+    moves = [chains.moving_bones(entry.parents, [chain]) for chain in chains_key]
+    return moves, sorted({bone for bones in moves for bone in bones})
+
+
+# --- Scale targets ------------------------------------------------------------------------
+
+
+@dataclass
+class ScaleTarget:
+    """An effector whose chain scales to match its target's scale."""
+
+    effector: int
+    #: The chain's bones (rig indices), root-most first.
+    bones: list[int]
+    #: Per-bone scale limits (bones, 3) each, or None when no bone has limits.
+    low: np.ndarray | None
+    high: np.ndarray | None
+
+
+def scale_targets(obj: bpy.types.Object, entry: RigEntry, found: GoalSet) -> list[ScaleTarget]:
+    """The enabled effectors that scale their chains."""
+    plans = []
+    for position, effector, (bone, chain_length) in zip(found.effectors, found.settings, found.chains, strict=True):
+        if not effector.use_scale:
+            continue
+        bones = chain_bones(entry, bone, chain_length)[::-1]
+        limited = [obj.pose.bones[int(entry.pose_order[b])].tendon for b in bones]
+        low = high = None
+        if any(limits.use_scale_limit for limits in limited):
+            wide = ((1e-3,) * 3, (1e3,) * 3)
+            low = np.array([lim.scale_min if lim.use_scale_limit else wide[0] for lim in limited], np.float32)
+            high = np.array([lim.scale_max if lim.use_scale_limit else wide[1] for lim in limited], np.float32)
+        plans.append(ScaleTarget(position, bones, low, high))
+    return plans
+
+
+def effector_target_scale(obj: bpy.types.Object, effector: Any) -> np.ndarray:
+    """The effector target's world scale relative to the armature's, per axis."""
+    label = effector_label(0, effector.bone)
+    return space.target_scale(obj, space.target_world_matrix(effector.target, effector.subtarget, label))
+
+
+def apply_scales(plans: list[ScaleTarget], goals: np.ndarray, scales: np.ndarray) -> None:
+    """Sets the pose scales of each plan's chain from its goal scale (goals: plans x 3)."""
+    tendon = native.native()
+    for plan, goal in zip(plans, goals, strict=True):
+        try:
+            scales[plan.bones] = tendon.distribute_scale(goal, len(plan.bones), plan.low, plan.high)
+        except tendon.TendonError as error:
+            raise TendonUserError(f"Scale target of effector {plan.effector + 1}: {error}") from error
+
+
+# --- The solver ---------------------------------------------------------------------------
+
+_solvers: dict[tuple[Any, ...], Any] = {}
+
+#: The add-on's tension references by the native library's names.
+TENSION_REFERENCES = {"START": "start", "REST": "rest", "ACTION": "pose"}
+
+
+def solver_for(settings: Any) -> Any:
+    """The native solver the armature's settings ask for (reused while they stay the same)."""
+    key = (
+        settings.solver,
+        settings.tolerance,
+        settings.iterations,
+        settings.damping,
+        settings.exclusive_chains,
+        settings.move_root,
+        settings.tension_reference,
+    )
+    solver = _solvers.get(key)
+    if solver is None:
+        solver = _solvers[key] = new_solver(settings)
+    return solver
+
+
+def new_solver(settings: Any) -> Any:
+    tendon = native.native()
+    name = native.solver_name(settings.solver)
+    defaults = native.solver_defaults(settings.solver)
+    options: dict[str, Any] = {"tolerance": settings.tolerance}
+    if settings.iterations > 0:
+        options["max_iterations"] = settings.iterations
+    if "damping" in defaults:
+        options["damping"] = settings.damping
+    for flag in ("exclusive_chains", "move_root"):
+        if flag in defaults:
+            options[flag] = getattr(settings, flag)
+    if "reference" in defaults:
+        options["reference"] = TENSION_REFERENCES[settings.tension_reference]
+    try:
+        return tendon.Solver(name, **options)
+    except tendon.TendonError as error:
+        raise TendonUserError(f"Solver settings: {error}") from error
+
+
+#: A pose bone's rotation channels in an action, by rotation mode.
+ROTATION_PATHS = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}
+
+
+def action_rotations(obj: bpy.types.Object, entry: RigEntry, action: bpy.types.Action, frame: float) -> dict[int, Any]:
+    """The local rotations (w-first quaternions, by rig index) `action` gives the bones it
+    keys at `frame`, each read in its pose bone's rotation mode."""
+    channels: dict[tuple[str, str], dict[int, float]] = {}
+    for fcurve in keys.action_fcurves(action, obj):
+        path = fcurve.data_path
+        if not path.startswith('pose.bones["'):
+            continue
+        bone, _, channel = path[len('pose.bones["') :].partition('"].')
+        if channel.startswith("rotation_"):
+            channels.setdefault((bone, channel), {})[fcurve.array_index] = fcurve.evaluate(frame)
+    rotations: dict[int, Any] = {}
+    for name, index in entry.index.items():
+        mode = obj.pose.bones[name].rotation_mode
+        path = ROTATION_PATHS.get(mode, "rotation_euler")
+        values = channels.get((name, path))
+        if values is None:
+            continue
+        if mode == "QUATERNION":
+            q = Quaternion([values.get(i, 1.0 if i == 0 else 0.0) for i in range(4)])
+        elif mode == "AXIS_ANGLE":
+            angle, *axis = (values.get(i, 1.0 if i == 2 else 0.0) for i in range(4))
+            q = Quaternion(axis, angle)
+        else:
+            q = Euler([values.get(i, 0.0) for i in range(3)], mode).to_quaternion()
+        rotations[index] = q.normalized()
+    return rotations
+
+
+def set_reference(solver: Any, obj: bpy.types.Object, entry: RigEntry, current: np.ndarray) -> None:
+    """Gives a tension solver relaxing towards a stored pose that pose: the reference
+    action's rotations at its frame for the bones it keys, `current` (n x 4) for the rest."""
+    settings = obj.tendon
+    if settings.solver != "TENSION" or settings.tension_reference != "ACTION":
+        return
+    action = settings.reference_action
+    if action is None:
+        raise TendonUserError(f"Armature '{obj.name}': relaxing towards a stored pose needs a reference action")
+    reference = np.array(current, np.float32)
+    keyed = action_rotations(obj, entry, action, settings.reference_frame)
+    if not keyed:
+        raise TendonUserError(
+            f"Armature '{obj.name}': the reference action '{action.name}' keys no rotation of this armature's bones"
+        )
+    for index, q in keyed.items():
+        reference[index] = tuple(q)
+    if not np.isfinite(reference).all():
+        raise TendonUserError(f"Armature '{obj.name}': the reference action '{action.name}' holds non-finite rotations")
+    solver.set_reference_pose(entry.rig, reference)
+
+
+# --- One solve ----------------------------------------------------------------------------
+
+
+@dataclass
+class Checks:
+    """What each solved effector must achieve in the pose Blender shows."""
+
+    #: Pose-bone indices of the effector bones, and whether their tail (or head) counts.
+    bones: list[int]
+    use_tail: list[bool]
+    #: Armature-space targets (k, 3) and the largest armature-space distances that count
+    #: as reached (k,).
+    targets: np.ndarray
+    tolerances: np.ndarray
+
+    def measure(self, obj: bpy.types.Object) -> tuple[bool, float]:
+        """Whether every effector is within its tolerance in Blender's evaluated pose, and
+        the largest distance in world units (the distance the user sees)."""
+        if not self.bones:
+            return True, 0.0
+        pose_bones = obj.pose.bones
+        points = np.array(
+            [
+                pose_bones[bone].tail if tail else pose_bones[bone].head
+                for bone, tail in zip(self.bones, self.use_tail, strict=True)
+            ],
+            np.float64,
+        )
+        offsets = points - self.targets
+        world = np.array(obj.matrix_world.to_3x3(), np.float64)
+        reached = bool((np.linalg.norm(offsets, axis=1) <= self.tolerances).all())
+        return reached, float(np.linalg.norm(offsets @ world.T, axis=1).max())
+
+
+def effector_checks(obj: bpy.types.Object, entry: RigEntry, found: GoalSet, evaluated: np.ndarray) -> Checks:
+    """What each solved effector must achieve in Blender's pose: its target within the
+    solver's tolerance of its chain's length (measured in the pose before the solve)."""
+    relative = obj.tendon.tolerance + MEASURE_SLACK
+    use_tail = found.use_tail
+    key = (tuple(found.chains), tuple(use_tail))
+    first, second, owner, tips, tip_owner = entry.remember(("reach", key), lambda: reach_segments(entry, *key))
+    # From the chain's top head through each head to the effector point, all chains at once.
+    heads = evaluated[:, 12:15]
+    reach = np.bincount(owner, np.linalg.norm(heads[first] - heads[second], axis=1), minlength=len(use_tail))
+    if len(tips):
+        axes = np.linalg.norm(evaluated[tips, 4:7], axis=1)
+        reach += np.bincount(tip_owner, entry.lengths[tips] * axes, minlength=len(use_tail))
+    return Checks(
+        bones=[int(entry.pose_order[bone]) for bone, _ in found.chains],
+        use_tail=use_tail,
+        targets=found.points.astype(np.float64),
+        tolerances=relative * np.maximum(reach, 1e-9),
+    )
+
+
+def reach_segments(
+    entry: RigEntry, chains_key: tuple[tuple[int, int], ...], use_tail: tuple[bool, ...]
+) -> tuple[np.ndarray, ...]:
+    """Index arrays measuring every chain's reach in one go: the two heads of each segment
+    and the chain it belongs to; the effector bones whose tail counts, and their chains."""
+    first, second, owner = [], [], []
+    for k, (bone, length) in enumerate(chains_key):
+        chain = entry.chain(bone, length)
+        first += chain[:-1]
+        second += chain[1:]
+        owner += [k] * (len(chain) - 1)
+    tips = [bone for (bone, _), tail in zip(chains_key, use_tail, strict=True) if tail]
+    tip_owner = [k for k, tail in enumerate(use_tail) if tail]
+    return tuple(np.array(values, np.int64) for values in (first, second, owner, tips, tip_owner))
+
+
+@dataclass
+class SolveOutcome:
+    """What a solve did, for the operator's report and the panel."""
+
+    goals: int
+    reached: bool
+    residual: float
+    iterations: int
+    bones_written: int
+    seconds: float
+    warnings: list[str]
+    #: What each effector must achieve in the pose Blender shows.
+    checks: Checks | None = None
+    #: Names of the pose bones the solve could turn.
+    moving: list[str] = field(default_factory=list)
+    #: Whether `reached` and `residual` were measured in Blender's evaluated pose (else
+    #: they are the solver's, in Tendon's model of the rig).
+    measured: bool = False
+
+    def measure(self, obj: bpy.types.Object) -> None:
+        """Takes `reached` and `residual` from the pose Blender evaluated (call after the
+        depsgraph update): a status never claims more than the user can see."""
+        reached, largest = self.checks.measure(obj) if self.checks is not None else (True, 0.0)
+        if not reached:
+            notes = chains.miss_notes(obj, self.moving)
+            if self.reached and not notes:
+                notes = [
+                    "Blender's evaluated pose differs from the solved one: "
+                    "something Tendon does not model moves a chain"
+                ]
+            self.warnings = [*self.warnings, *notes]
+        self.reached, self.residual, self.measured = reached, largest, True
+
+    def summary(self) -> str:
+        state = "reached" if self.reached else "not reached"
+        where = " in Blender's pose" if self.measured else ""
+        return (
+            f"{self.goals} effector(s) {state}{where} (largest error {self.residual:.2g}) in "
+            f"{self.iterations} iteration(s); {self.bones_written} bone(s) posed "
+            f"in {self.seconds * 1000:.2f} ms"
+        )
+
+    def status(self) -> str:
+        """The summary and the warnings, for the panel's status line."""
+        return "; ".join([self.summary(), *self.warnings])
+
+
+def solve(obj: bpy.types.Object) -> SolveOutcome:
+    """Solves armature `obj`'s effectors from its current pose and writes the rotations of
+    the bones that moved. Raises TendonUserError, leaving the pose untouched, when nothing
+    can be solved."""
+    started = time.perf_counter()
+    problem = armature_problem(obj, need_pose_mode=False)
+    if problem:
+        raise TendonUserError(problem)
+    tendon = native.native()
+    entry = read_rig(obj)
+    found = build_goals(obj, entry)
+    if not found.goals:
+        reasons = "; ".join(found.warnings) or "add an effector first"
+        raise TendonUserError(f"Armature '{obj.name}' has no effector to solve: {reasons}")
+    solver = solver_for(obj.tendon)
+    channels = pose.channel_pose(obj, entry, pose.read_matrices(obj, entry, "matrix_basis"))
+    evaluated, (rotations, translations, scales) = pose.evaluated_pose(obj, entry)
+    moving = drop_unsolvable(obj, entry, found, evaluated, rotations, channels)
+    if not found.goals:
+        raise TendonUserError(f"Armature '{obj.name}' has no effector to solve: {'; '.join(found.warnings)}")
+    # The bones the solve turns start from their own channels (exact, and current even
+    # before Blender evaluates them); every other bone from where Blender puts it.
+    for start, own in zip((rotations, translations, scales), channels, strict=True):
+        start[moving] = own[moving]
+    plans = scale_targets(obj, entry, found)
+    if plans:
+        # Scale first, as the guide advises: the positions then reach with the new lengths.
+        goals = np.array([effector_target_scale(obj, obj.tendon.effectors[p.effector]) for p in plans], np.float32)
+        scales = scales.copy()
+        apply_scales(plans, goals, scales)
+        pose.write_vectors(obj, entry, "scale", np.array(sorted({b for p in plans for b in p.bones})), scales)
+    set_reference(solver, obj, entry, rotations)
+    try:
+        result = solver.solve(entry.rig, found.goals, rotations, translations, scales)
+    except tendon.TendonError as error:
+        raise TendonUserError(f"Armature '{obj.name}': {error}") from error
+    solved = result.rotations
+    if not np.isfinite(solved).all():
+        raise TendonUserError(f"Armature '{obj.name}': the solver produced non-finite rotations; pose unchanged")
+    # Only the chains' bones are written: the others hold Blender's evaluated pose.
+    bones = np.array(moving, np.int64)
+    changed = bones[np.abs(solved[bones] - rotations[bones]).max(axis=1) > UNCHANGED]
+    pose.write_rotations(obj, entry, changed, solved)
+    # A root moved by `move_root`: its location channels.
+    moved = np.nonzero(np.abs(result.translations - translations).max(axis=1) > UNCHANGED)[0]
+    pose.write_vectors(obj, entry, "location", moved, result.translations)
+    return SolveOutcome(
+        goals=len(found.goals),
+        reached=bool(result.reached),
+        residual=float(result.residual),
+        iterations=int(result.iterations),
+        bones_written=len(set(changed.tolist()) | set(moved.tolist())),
+        seconds=time.perf_counter() - started,
+        warnings=found.warnings,
+        checks=effector_checks(obj, entry, found, evaluated),
+        moving=[entry.names[bone] for bone in moving],
+    )
+
+
+def reset_chains(obj: bpy.types.Object) -> int:
+    """Puts the bones the enabled effectors move back to their rest rotation. Returns how
+    many bones were reset."""
+    entry = read_rig(obj)
+    bones: set[int] = set()
+    for effector in obj.tendon.effectors:
+        bone = entry.index.get(effector.bone)
+        if effector.enabled and bone is not None:
+            bones.update(chain_bones(entry, bone, effector.chain_length))
+    pose.reset_rotations(obj, entry, np.array(sorted(bones), np.int64))
+    return len(bones)
