@@ -595,6 +595,10 @@ def main() -> None:
             if not config.available(clip.obj):
                 continue
             if config.human_limits and not limited:
+                # From the clip's first (standing) pose: rests that do not stand take their
+                # axes from the current pose, which must not be whatever a run left behind.
+                set_basis(clip.obj, clip.basis[0])
+                bpy.context.view_layer.update()
                 bpy.ops.tendon.human_limits()
                 limited = True
             if config not in used:

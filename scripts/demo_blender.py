@@ -108,32 +108,6 @@ def sway_hips(obj: bpy.types.Object) -> None:
         hips.keyframe_insert("location", frame=frame)
 
 
-def bone_meshes(obj: bpy.types.Object) -> None:
-    """A visible body for the render: an octahedral bone shape per bone (Blender's own bone
-    look), parented to it, coloured by side."""
-    for pose_bone in obj.pose.bones:
-        length = pose_bone.length
-        width = 0.12 * length if length > 0.05 else 0.25 * length
-        # A bone child sits at its bone's tail: the shape spans y from -length to 0.
-        ring = -0.8 * length
-        verts = [(0, -length, 0), (width, ring, 0), (0, ring, width), (-width, ring, 0), (0, ring, -width), (0, 0, 0)]
-        faces = [(0, 2, 1), (0, 3, 2), (0, 4, 3), (0, 1, 4), (5, 1, 2), (5, 2, 3), (5, 3, 4), (5, 4, 1)]
-        mesh = bpy.data.meshes.new(f"{pose_bone.name}.shape")
-        mesh.from_pydata(verts, [], faces)
-        shape = rigs.link(bpy.data.objects.new(f"{pose_bone.name}.shape", mesh))
-        shape.parent, shape.parent_type, shape.parent_bone = obj, "BONE", pose_bone.name
-        name = pose_bone.name
-        shape.color = (
-            (0.25, 0.45, 0.95, 1.0)
-            if name.endswith(".L")
-            else (0.95, 0.35, 0.25, 1.0)
-            if name.endswith(".R")
-            else (0.95, 0.65, 0.15, 1.0)
-            if name.startswith("tail")
-            else (0.8, 0.8, 0.8, 1.0)
-        )
-
-
 def staging(targets: list[bpy.types.Object]) -> None:
     scene = bpy.context.scene
     bpy.ops.mesh.primitive_plane_add(size=4.0, location=(0.0, 0.0, 0.0))
@@ -210,7 +184,7 @@ def main() -> None:
             tail = obj.matrix_world @ obj.pose.bones[bone].tail
             errors.append((tail - target.matrix_world.translation).length)
 
-    bone_meshes(obj)
+    rigs.bone_meshes(obj)
     staging(targets)
     rigs.activate(obj)
     bpy.ops.object.mode_set(mode="OBJECT")

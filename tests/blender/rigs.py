@@ -179,3 +179,30 @@ def humanoid_targets(obj: bpy.types.Object, seed: int) -> list[bpy.types.Object]
         effector.bone, effector.target, effector.chain_length = bone, target, chain_length
         targets.append(target)
     return targets
+
+
+def bone_meshes(obj: bpy.types.Object) -> None:
+    """A visible body for renders: an octahedral bone shape per bone (Blender's own bone
+    look), parented to it, coloured by side (the rest head's x: the character's left is +x),
+    tail bones orange."""
+    for pose_bone in obj.pose.bones:
+        length = pose_bone.length
+        width = 0.12 * length if length > 0.05 else 0.25 * length
+        # A bone child sits at its bone's tail: the shape spans y from -length to 0.
+        ring = -0.8 * length
+        verts = [(0, -length, 0), (width, ring, 0), (0, ring, width), (-width, ring, 0), (0, ring, -width), (0, 0, 0)]
+        faces = [(0, 2, 1), (0, 3, 2), (0, 4, 3), (0, 1, 4), (5, 1, 2), (5, 2, 3), (5, 3, 4), (5, 4, 1)]
+        mesh = bpy.data.meshes.new(f"{pose_bone.name}.shape")
+        mesh.from_pydata(verts, [], faces)
+        shape = link(bpy.data.objects.new(f"{obj.name}.{pose_bone.name}.shape", mesh))
+        shape.parent, shape.parent_type, shape.parent_bone = obj, "BONE", pose_bone.name
+        side = pose_bone.bone.head_local.x
+        shape.color = (
+            (0.95, 0.65, 0.15, 1.0)
+            if pose_bone.name.startswith("tail")
+            else (0.25, 0.45, 0.95, 1.0)
+            if side > 1e-4
+            else (0.95, 0.35, 0.25, 1.0)
+            if side < -1e-4
+            else (0.8, 0.8, 0.8, 1.0)
+        )

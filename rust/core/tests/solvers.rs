@@ -740,3 +740,44 @@ fn goals_whose_chains_carry_each_other() {
         }
     }
 }
+
+/// A start pose outside the limits (an animation made before the limits were set): the
+/// solvers start from the nearest pose inside and still reach what the limits allow.
+#[test]
+fn a_start_outside_the_limits_still_reaches() {
+    let rig = limited_chain(8, 11);
+    let mut r = rng(21);
+    for (name, mut solver) in all_solvers() {
+        if name == "two_bone" {
+            continue;
+        }
+        let mut reached = 0;
+        for _ in 0..20 {
+            // Every joint well past its ranges' ends.
+            let mut outside = Pose::rest(8);
+            for i in 0..8 {
+                let sign = if r.range(-1.0, 1.0) < 0.0 { -1.0 } else { 1.0 };
+                outside.rotations[i] = rig.limits(i).rotation_of([1.6 * sign, 0.0, -1.2 * sign]);
+            }
+            let mut truth = Pose::rest(8);
+            for i in 0..8 {
+                let mut angles = [r.range(-0.2, 0.9), r.range(-0.3, 0.3), r.range(-0.5, 0.4)];
+                rig.limits(i).clamp_angles(&mut angles);
+                truth.rotations[i] = rig.limits(i).rotation_of(angles);
+            }
+            let goals = [Goal::new(7, tail(&rig, &truth, 7))];
+            let (pose, report) = solver.solve(&rig, &outside, &goals).unwrap();
+            reached += report.reached as usize;
+            for i in 0..8 {
+                assert!(
+                    rig.limits(i).contains(pose.rotations[i], 1e-4),
+                    "{name}: bone {i}"
+                );
+            }
+        }
+        println!("{name}: {reached}/20 reached from outside the limits");
+        // FABRIK stalls against hard Euler limits (see the README): no floor, only the limits.
+        let floor = if name == "fabrik" { 0 } else { 20 };
+        assert!(reached >= floor, "{name}: {reached}/20");
+    }
+}

@@ -44,6 +44,18 @@ impl AxisLimit {
         }
     }
 
+    /// The 2*pi-equivalent of `angle` nearest the interval, and how far it lies outside.
+    fn wrapped(self, angle: f32) -> (f32, f32) {
+        match self.interval() {
+            Some((min, max)) if max - min < TAU => {
+                let centre = 0.5 * (min + max);
+                let a = centre + wrap_angle(angle - centre);
+                (a, (a - a.clamp(min, max)).abs())
+            }
+            _ => (angle, 0.0),
+        }
+    }
+
     /// How far `angle` (or an equivalent angle 2*pi away) lies outside the interval, and
     /// that equivalent angle clamped into it.
     fn clamp_wrapped(self, angle: f32) -> (f32, f32) {
@@ -269,6 +281,32 @@ impl JointLimits {
         self.order.from_quat(self.in_limit_axes(rotation))
     }
 
+    /// Decomposes `rotation` (relative to rest) into Euler angles about the limit axes in
+    /// the representation that lies within the ranges (of the two, each angle taken 2*pi
+    /// towards its range), or else the one furthest inside: what a solver should step from,
+    /// since stepping from angles outside a range jumps to its bound.
+    pub fn angles_within(&self, rotation: Quat) -> [f32; 3] {
+        let first = self.euler_of(rotation);
+        let axes = self.axes();
+        let place = |angles: [f32; 3]| {
+            let mut excess = 0.0;
+            let mut out = angles;
+            for ((a, limit), o) in angles.iter().zip(axes).zip(out.iter_mut()) {
+                let (wrapped, outside) = limit.wrapped(*a);
+                *o = wrapped;
+                excess += outside;
+            }
+            (excess, out)
+        };
+        let (a, first) = place(first);
+        let (b, second) = place(self.order.alternate(first));
+        if b < a {
+            second
+        } else {
+            first
+        }
+    }
+
     /// Decomposes `rotation` (relative to rest) into angles in this joint's order about
     /// the limit axes, picking the representation closest to `near`.
     pub fn angles_of(&self, rotation: Quat, near: [f32; 3]) -> [f32; 3] {
@@ -414,6 +452,24 @@ mod tests {
         };
         let err = bad.validate("shin.L").unwrap_err().to_string();
         assert!(err.contains("shin.L") && err.contains("roll"), "{err}");
+    }
+
+    #[test]
+    fn angles_within_pick_the_representation_inside_the_ranges() {
+        // A range across pi: the principal angle (-3.0) lies outside, its 2*pi twin inside.
+        let across = JointLimits {
+            x: AxisLimit::Range { min: 2.8, max: 3.4 },
+            ..JointLimits::FREE
+        };
+        let q = Quat::from_rotation_x(3.28);
+        assert!((across.euler_of(q)[0] - (3.28 - std::f32::consts::TAU)).abs() < 1e-4);
+        assert!((across.angles_within(q)[0] - 3.28).abs() < 1e-4);
+        // Of the two Euler representations, the one the ranges hold.
+        let k = knee();
+        let bent = Quat::from_rotation_x(2.0);
+        let alternate = k.order.alternate(k.euler_of(bent));
+        let from_alternate = k.rotation_of(alternate);
+        assert!((k.angles_within(from_alternate)[0] - 2.0).abs() < 1e-4);
     }
 
     #[test]

@@ -35,7 +35,7 @@ impl Workspace {
             let limits = rig.limits(i);
             self.euler.push(match limits.is_free() {
                 true => [0.0; 3],
-                false => limits.euler_of(self.pose.rotations[i]),
+                false => limits.angles_within(self.pose.rotations[i]),
             });
         }
         self.first_active = 0;
@@ -69,8 +69,28 @@ impl Workspace {
             self.first_active = self.first_active.min(self.root_of_goals(rig));
         }
         self.find_carriers(rig);
+        self.clamp_joints_into_limits(rig);
         self.aim_blender_poles(rig);
         Ok(())
+    }
+
+    /// Puts every joint a goal may turn inside its limits, the nearest rotation inside: a
+    /// start pose outside them (an animation made without them, limits just set) would
+    /// otherwise hold the solvers at its first step, every step jumping to a bound and
+    /// every retry finding that worse.
+    fn clamp_joints_into_limits(&mut self, rig: &Rig) {
+        let mut changed = false;
+        for k in 0..self.goal_joints.len() {
+            let bone = self.goal_joints[k];
+            let limits = rig.limits(bone);
+            if !limits.is_free() && !limits.contains(self.pose.rotations[bone], 0.0) {
+                self.store_local_rotation(rig, bone, self.pose.rotations[bone]);
+                changed = true;
+            }
+        }
+        if changed {
+            self.forward_kinematics(rig);
+        }
     }
 
     /// Orders the goals by their chains' top bones (depth-first) and cuts each chain where

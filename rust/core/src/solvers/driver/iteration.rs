@@ -180,15 +180,7 @@ impl Workspace {
                     continue;
                 }
                 if incoming.angle_between(outgoing) < COLINEAR_ANGLE {
-                    let before = self.pose.rotations[j];
-                    for axis in [Vec3::X, Vec3::Z] {
-                        let bent = before * Quat::from_axis_angle(axis, BUMP_ANGLE);
-                        self.set_local_rotation(rig, j, bent);
-                        if angle_between(self.pose.rotations[j], before) > 0.5 * BUMP_ANGLE {
-                            bumped = true;
-                            break;
-                        }
-                    }
+                    bumped |= self.bump_joint(rig, j);
                 }
             }
         }
@@ -196,6 +188,47 @@ impl Workspace {
             self.forward_kinematics(rig);
         }
         bumped
+    }
+
+    /// Bends joint `j` by the bump angle, the first way its limits allow: about each unlocked
+    /// limit axis (a straight knee bends about its hinge, in the direction it flexes), both
+    /// ways; free joints about their X and Z axes. Returns whether it bent.
+    fn bump_joint(&mut self, rig: &Rig, j: usize) -> bool {
+        let before = self.pose.rotations[j];
+        let limits = *rig.limits(j);
+        if limits.is_free() {
+            for (axis, sign) in [
+                (Vec3::X, 1.0),
+                (Vec3::Z, 1.0),
+                (Vec3::X, -1.0),
+                (Vec3::Z, -1.0),
+            ] {
+                let bent = before * Quat::from_axis_angle(axis, sign * BUMP_ANGLE);
+                self.set_local_rotation(rig, j, bent);
+                if angle_between(self.pose.rotations[j], before) > 0.5 * BUMP_ANGLE {
+                    return true;
+                }
+            }
+            return false;
+        }
+        let angles = self.euler[j];
+        for axis in [0, 2, 1] {
+            if limits.axes()[axis].is_locked() {
+                continue;
+            }
+            for sign in [1.0, -1.0] {
+                let mut bent = angles;
+                bent[axis] += sign * BUMP_ANGLE;
+                if limits.clamp_axis(axis, bent[axis]) != bent[axis] {
+                    continue;
+                }
+                self.set_local_rotation(rig, j, limits.rotation_of(bent));
+                if angle_between(self.pose.rotations[j], before) > 0.5 * BUMP_ANGLE {
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     /// Straightens each chain whose target is out of reach and that no other goal shares:
