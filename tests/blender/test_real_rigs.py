@@ -6,7 +6,7 @@ Every check reads the pose Blender evaluates (what the viewport shows) in world 
 effectors within TOLERANCE x the character's height of their targets, the status line
 truthful, bones outside the chains unmoved, rotation modes and inactive channels kept, and
 undo exact. Targets are jointly reachable by construction (forward kinematics), so a miss
-is the solver's or the bridge's, never the target's.
+is the solver's or the add-on's, never the target's.
 """
 
 from __future__ import annotations
