@@ -102,8 +102,7 @@ class Baker:
         channels = pose.channel_pose(obj, self.entry, basis)
         if self.found.goals:
             # The same refusals as a single solve, judged at the current frame.
-            evaluated, (evaluated_rotations, _, _) = pose.evaluated_pose(obj, self.entry)
-            drop_unsolvable(obj, self.entry, self.found, evaluated, evaluated_rotations, channels)
+            drop_unsolvable(obj, self.entry, self.found, basis, pose.read_matrices(obj, self.entry, "matrix"))
         self.springs = spring_chains(obj, self.entry, self.found.warnings)
         if not self.found.goals and not self.springs:
             reasons = "; ".join(self.found.warnings) or "add an effector or a spring chain first"

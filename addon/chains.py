@@ -4,7 +4,7 @@ solve achieved in the pose Blender evaluates.
 Tendon's rig model is Blender's default: each bone's matrix is its parent's, times its
 rest offset, times its own channels. Real rigs break that for some bones (constraints,
 drivers, inheritance options). Bones outside the chains may do anything: the solve starts
-from where Blender really puts them (`evaluated_pose`). A bone the solve turns must be posed
+from where Blender really puts them (``Rig.start_pose``). A bone the solve turns must be posed
 by its own channels, or it is refused here with its name and the reason; never a silent miss.
 
 The checks cost next to nothing per solve: which bones carry constraints or drivers comes
@@ -15,7 +15,6 @@ actually puts each bone) is read in bulk at each solve, for the moving bones onl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import bpy
@@ -170,15 +169,16 @@ def conformal(frame: np.ndarray) -> bool:
     return size > 0.0 and float(np.abs(gram - size * np.eye(3)).max()) <= SCALE_TOLERANCE * size
 
 
-def collapsed_problems(obj: bpy.types.Object, entry: RigEntry, scales: np.ndarray) -> dict[int, str]:
-    """Bones (rig indices) whose pose `scales` (n, 3) flatten an axis -> the problem,
-    naming the bone and the axes. One vectorised test, so the usual case (none) costs next
-    to nothing; the channels are read only to name what was found."""
+def collapsed_problems(obj: bpy.types.Object, entry: RigEntry, smallest: np.ndarray) -> dict[int, str]:
+    """Bones (rig indices) whose pose scale flattens an axis (`smallest`: each bone's
+    smallest absolute channel scale, n) -> the problem, naming the bone and the axes. One
+    vectorised test, so the usual case (none) costs next to nothing; the channels are read
+    only to name what was found."""
     found: dict[int, str] = {}
-    if np.abs(scales).min() > COLLAPSED_SCALE:
+    if smallest.min() > COLLAPSED_SCALE:
         return found
     pose_bones = obj.pose.bones
-    for bone in np.nonzero(np.abs(scales).min(axis=1) <= COLLAPSED_SCALE)[0].tolist():
+    for bone in np.nonzero(smallest <= COLLAPSED_SCALE)[0].tolist():
         pose_bone = pose_bones[entry.names[bone]]
         scale = tuple(pose_bone.scale)
         axes = "/".join(axis for axis, value in zip("XYZ", scale, strict=True) if abs(value) <= COLLAPSED_SCALE)
@@ -195,18 +195,19 @@ def bone_problems(
     entry: RigEntry,
     moving: list[int],
     mismatched: list[int],
-    scales: np.ndarray,
+    smallest: np.ndarray,
     evaluated: np.ndarray,
 ) -> dict[int, str]:
     """Why moving bones (rig indices) cannot be solved, naming them: only the bones with a
     problem. In order: a bone (or an ancestor) scaled to zero, a constraint or driver, an
     inheritance option, and `mismatched` (moving bones whose evaluated rotation is not
-    their channels': a catch-all for whatever else moves a bone). `scales` are the
-    channels' pose scales, `evaluated` Blender's armature-space matrices (n, 16)."""
+    their channels': a catch-all for whatever else moves a bone). `smallest` is each
+    bone's smallest absolute channel scale, `evaluated` Blender's armature-space matrices
+    (n, 16, column-major)."""
     problems: dict[int, str] = {}
     if not moving:
         return problems
-    collapsed = collapsed_problems(obj, entry, scales)
+    collapsed = collapsed_problems(obj, entry, smallest)
     if collapsed:
         for bone in moving:
             above = bone
@@ -230,43 +231,6 @@ def bone_problems(
             bone, f"bone '{name}' is not where its own channels put it (something Tendon does not model moves it)"
         )
     return problems
-
-
-def mismatched_bones(evaluated_rotations: np.ndarray, channel_rotations: np.ndarray, moving: np.ndarray) -> list[int]:
-    """The moving bones whose evaluated local rotation differs from their channels'."""
-    if not len(moving):
-        return []
-    a, b = evaluated_rotations[moving], channel_rotations[moving]
-    # q and -q are the same rotation: compare with the nearer of the two.
-    differs = np.minimum(np.abs(a - b).max(axis=1), np.abs(a + b).max(axis=1)) > CHANNEL_MISMATCH
-    return moving[differs].tolist() if differs.any() else []
-
-
-@dataclass
-class Check:
-    """What an effector must achieve, measured in the pose Blender shows."""
-
-    pose_bone: str
-    use_tail: bool
-    #: Armature-space target.
-    target: tuple[float, float, float]
-    #: Largest armature-space distance that counts as reached.
-    tolerance: float
-
-
-def measure(obj: bpy.types.Object, checks: list[Check]) -> tuple[bool, float]:
-    """Whether every effector is within its tolerance in Blender's evaluated pose, and the
-    largest distance in world units (the distance the user sees)."""
-    world = obj.matrix_world
-    pose_bones = obj.pose.bones
-    reached, largest = True, 0.0
-    for check in checks:
-        pose_bone = pose_bones[check.pose_bone]
-        point = pose_bone.tail if check.use_tail else pose_bone.head
-        offset = point - type(point)(check.target)
-        reached &= offset.length <= check.tolerance
-        largest = max(largest, (world.to_3x3() @ offset).length)
-    return reached, largest
 
 
 def effector_turns(effector: Any) -> bool:

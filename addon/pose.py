@@ -112,14 +112,6 @@ def channel_rotation(pose_bone: bpy.types.PoseBone) -> tuple[float, ...]:
     return values if all(math.isfinite(v) for v in values) and any(values) else (1.0, 0.0, 0.0, 0.0)
 
 
-def evaluated_pose(obj: bpy.types.Object, entry: RigEntry) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
-    """The armature-space matrices Blender last evaluated, (n, 16) column-major, and the
-    pose (rotations, translations, scales) that gives them in Tendon's model: constraints,
-    drivers and inheritance options included, for the bones the solve does not move."""
-    matrices = read_matrices(obj, entry, "matrix")
-    return matrices, entry.rig.pose_from_world(matrices.reshape(-1, 4, 4), column_major=True)
-
-
 def rotation_modes(obj: bpy.types.Object) -> np.ndarray:
     """Every pose bone's rotation mode as ``MODES`` keys, in pose order."""
     pose_bones = obj.pose.bones

@@ -342,15 +342,14 @@ def loop_problems(obj: bpy.types.Object, entry: RigEntry, found: GoalSet) -> lis
 
 
 def drop_unsolvable(
-    obj: bpy.types.Object,
-    entry: RigEntry,
-    found: GoalSet,
-    evaluated: np.ndarray,
-    evaluated_rotations: np.ndarray,
-    channels: tuple[np.ndarray, ...],
-) -> list[int]:
+    obj: bpy.types.Object, entry: RigEntry, found: GoalSet, basis: np.ndarray, evaluated: np.ndarray
+) -> tuple[list[int], tuple[np.ndarray, ...]]:
     """Skips, with a warning naming the bone and the reason, each goal whose chain holds a
-    bone Blender does not pose from its own channels; returns the bones the kept goals move."""
+    bone Blender does not pose from its own channels. Returns the bones the kept goals move
+    and the pose the solve starts from (`basis` and `evaluated`: (n, 16) column-major, rig
+    order): every bone where Blender puts it, the moving bones from their own channels
+    (exact, and current even before Blender evaluates them), in one native call that also
+    tells which moving bones are elsewhere than their channels say."""
     key = found.key
     moves, every = entry.remember(
         ("moves", key),
@@ -362,10 +361,13 @@ def drop_unsolvable(
             ),
         ),
     )
-    mismatched = chains.mismatched_bones(evaluated_rotations, channels[0], np.array(every, np.int64))
-    problems = chains.bone_problems(obj, entry, every, mismatched, channels[2], evaluated)
+    matrices = (basis.reshape(-1, 4, 4), evaluated.reshape(-1, 4, 4))
+    rotations, translations, scales, differences, smallest = entry.rig.start_pose(*matrices, every, column_major=True)
+    far = np.nonzero(differences > chains.CHANNEL_MISMATCH)[0]
+    mismatched = [every[k] for k in far.tolist()]
+    problems = chains.bone_problems(obj, entry, every, mismatched, smallest, evaluated)
     if not problems:
-        return every
+        return every, (rotations, translations, scales)
     kept = []
     for k, bones in enumerate(moves):
         # Bones under one collapsed bone share its problem: say it once.
@@ -376,7 +378,9 @@ def drop_unsolvable(
         else:
             kept.append(k)
     found.keep(kept)
-    return sorted({bone for k in kept for bone in moves[k]})
+    moving = sorted({bone for k in kept for bone in moves[k]})
+    # The skipped chains' bones start where Blender puts them, like every other bone.
+    return moving, tuple(entry.rig.start_pose(*matrices, moving, column_major=True)[:3])
 
 
 def moving_sets(entry: RigEntry, chains_key: tuple[tuple[int, int, bool], ...]) -> tuple[list[list[int]], list[int]]:
@@ -664,15 +668,10 @@ def solve(obj: bpy.types.Object) -> SolveOutcome:
         reasons = "; ".join(found.warnings) or "add an effector first"
         raise TendonUserError(f"Armature '{obj.name}' has no effector to solve: {reasons}")
     solver = solver_for(obj.tendon)
-    channels = pose.channel_pose(obj, entry, basis)
-    evaluated, (rotations, translations, scales) = pose.evaluated_pose(obj, entry)
-    moving = drop_unsolvable(obj, entry, found, evaluated, rotations, channels)
+    evaluated = pose.read_matrices(obj, entry, "matrix")
+    moving, (rotations, translations, scales) = drop_unsolvable(obj, entry, found, basis, evaluated)
     if not found.goals:
         raise TendonUserError(f"Armature '{obj.name}' has no effector to solve: {'; '.join(found.warnings)}")
-    # The bones the solve turns start from their own channels (exact, and current even
-    # before Blender evaluates them); every other bone from where Blender puts it.
-    for start, own in zip((rotations, translations, scales), channels, strict=True):
-        start[moving] = own[moving]
     plans = scale_targets(obj, entry, found)
     if plans:
         # Scale first, as the guide advises: the positions then reach with the new lengths.

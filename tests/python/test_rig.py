@@ -161,3 +161,43 @@ def test_euler_orders_and_default_limits_are_the_ones_rigs_use() -> None:
         tendon.Rig.from_arrays(
             ["b"], [-1], np.eye(4, dtype=np.float32)[None], np.ones(1, np.float32), '{"b": {"order": "XXY"}}'
         )
+
+
+def test_start_pose_takes_the_listed_bones_from_their_channels(humanoid: tendon.Rig) -> None:
+    """What a solve in Blender starts from: the evaluated pose, but the moving bones from
+    their own channels; how far each of those is from where it is shown; scales that flatten."""
+    rng = np.random.default_rng(11)
+    n = len(humanoid)
+    rotations = rng.normal(size=(n, 4)).astype(np.float32)
+    rotations /= np.linalg.norm(rotations, axis=1, keepdims=True)
+    world = humanoid.forward_kinematics(rotations)
+    shown = humanoid.pose_from_world(world)
+    # The channels: the shown pose, but two bones turned elsewhere and one scaled to zero.
+    basis = np.tile(np.eye(4, dtype=np.float32), (n, 1, 1))
+    channels = shown[0].copy()
+    moved, flat = humanoid.index("forearm.L"), humanoid.index("shin.R")
+    channels[moved] = (0.6, 0.8, 0.0, 0.0)
+    for bone in range(n):
+        w, x, y, z = channels[bone]
+        basis[bone, :3, :3] = [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+        basis[bone, :3, 3] = shown[1][bone]
+    basis[flat, :3, 1] = 0.0
+    bones = [humanoid.index("hand.L"), moved, humanoid.index("upper_arm.L")]
+    start, translations, scales, differences, smallest = humanoid.start_pose(basis, world, bones)
+    others = [bone for bone in range(n) if bone not in bones]
+    np.testing.assert_allclose(start[others], shown[0][others], atol=1e-6)
+    sign = np.where(np.sum(start[bones] * channels[bones], axis=1) < 0, -1.0, 1.0)[:, None]
+    np.testing.assert_allclose(start[bones] * sign, channels[bones], atol=2e-5)
+    np.testing.assert_allclose(translations[bones], shown[1][bones], atol=1e-5)
+    np.testing.assert_allclose(scales, 1.0, atol=2e-5)
+    assert differences[1] > 0.1 and differences[0] < 1e-5 and differences[2] < 1e-5
+    assert smallest[flat] == 0.0 and np.all(np.delete(smallest, flat) > 0.99)
+    # Column-major input (Blender's foreach_get layout) gives the same.
+    again = humanoid.start_pose(basis.transpose(0, 2, 1).copy(), world.transpose(0, 2, 1).copy(), bones, True)
+    np.testing.assert_allclose(again[0], start, atol=1e-6)
+    with pytest.raises(tendon.BoneIndexError, match="index 99 is out of range"):
+        humanoid.start_pose(basis, world, [99])

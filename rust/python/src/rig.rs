@@ -237,6 +237,100 @@ impl Rig {
             new_array(py, &[n, 3], &scales)?,
         ))
     }
+
+    /// The pose a solve inside Blender starts from, in one call: every bone where the
+    /// armature-space `evaluated` matrices (n, 4, 4) put it (as `pose_from_world`), but the
+    /// bones listed in `bones` (caller indices), which start from their own channels: the
+    /// local `basis` matrices (n, 4, 4, Blender's `matrix_basis`) split into rotation,
+    /// translation and scale (as `matrices_to_transforms`). Matrices are row-major, or
+    /// column-major when `column_major` (as `foreach_get` gives them).
+    ///
+    /// Returns the rotations (n, 4), translations and scales (n, 3); per bone of `bones`,
+    /// how far its evaluated local rotation is from its channels' (the largest difference of
+    /// a quaternion component, q and -q being one rotation: something other than its
+    /// channels moves a bone whose difference is not tiny); and per bone the smallest
+    /// absolute scale of its channels (a bone scaled to zero on an axis has lost its
+    /// rotation, and its row of `bones` is then meaningless).
+    #[pyo3(signature = (basis, evaluated, bones, column_major = false))]
+    #[allow(clippy::type_complexity)]
+    fn start_pose<'py>(
+        &self,
+        py: Python<'py>,
+        basis: &Bound<'py, PyAny>,
+        evaluated: &Bound<'py, PyAny>,
+        bones: Vec<usize>,
+        column_major: bool,
+    ) -> PyResult<(
+        Bound<'py, PyAny>,
+        Bound<'py, PyAny>,
+        Bound<'py, PyAny>,
+        Bound<'py, PyAny>,
+        Bound<'py, PyAny>,
+    )> {
+        let n = self.rig.len();
+        let (mut local, mut world) = (Vec::new(), Vec::new());
+        read_f32(basis, "basis", &[n, 4, 4], &mut local)?;
+        read_f32(evaluated, "evaluated", &[n, 4, 4], &mut world)?;
+        ensure_finite_array(&local, "basis")?;
+        ensure_finite_array(&world, "evaluated")?;
+        if let Some(&bad) = bones.iter().find(|&&bone| bone >= n) {
+            return Err(BoneIndexError::new_err(format!(
+                "bones: index {bad} is out of range for a rig of {n} bones"
+            )));
+        }
+        let orient = |m: &[f32]| {
+            let matrix = Mat4::from_cols_slice(m);
+            if column_major {
+                matrix
+            } else {
+                matrix.transpose()
+            }
+        };
+        let mut frames = vec![Affine3A::IDENTITY; n];
+        scatter(&self.rig, &world, 16, &mut frames, |m| {
+            Affine3A::from_mat4(orient(m))
+        });
+        let mut pose = Pose::rest(n);
+        self.rig.pose_from_world(&frames, &mut pose);
+        let (mut rotations, mut translations, mut scales) = (
+            vec![0.0f32; n * 4],
+            vec![0.0f32; n * 3],
+            vec![0.0f32; n * 3],
+        );
+        write_rotations(&self.rig, &pose, &mut rotations);
+        write_translations(&self.rig, &pose, &mut translations);
+        write_scales(&self.rig, &pose, &mut scales);
+        let smallest: Vec<f32> = local
+            .chunks_exact(16)
+            .map(|m| {
+                let scale = orient(m).to_scale_rotation_translation().0.abs();
+                scale.min_element()
+            })
+            .collect();
+        let mut differences = Vec::with_capacity(bones.len());
+        for &bone in &bones {
+            let (scale, rotation, translation) =
+                orient(&local[bone * 16..bone * 16 + 16]).to_scale_rotation_translation();
+            let own = [rotation.w, rotation.x, rotation.y, rotation.z];
+            let shown = &mut rotations[bone * 4..bone * 4 + 4];
+            let (mut apart, mut opposite) = (0.0f32, 0.0f32);
+            for (a, b) in shown.iter().zip(own) {
+                apart = apart.max((a - b).abs());
+                opposite = opposite.max((a + b).abs());
+            }
+            differences.push(apart.min(opposite));
+            shown.copy_from_slice(&own);
+            translations[bone * 3..bone * 3 + 3].copy_from_slice(&translation.to_array());
+            scales[bone * 3..bone * 3 + 3].copy_from_slice(&scale.to_array());
+        }
+        Ok((
+            new_array(py, &[n, 4], &rotations)?,
+            new_array(py, &[n, 3], &translations)?,
+            new_array(py, &[n, 3], &scales)?,
+            new_array(py, &[bones.len()], &differences)?,
+            new_array(py, &[n], &smallest)?,
+        ))
+    }
 }
 
 /// A bone as this interface names it: by caller index or by name.

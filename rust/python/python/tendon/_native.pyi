@@ -93,6 +93,9 @@ class Rig:
     def pose_from_world(
         self, matrices: _ArrayLike, column_major: bool = False
     ) -> tuple[_Float32Array, _Float32Array, _Float32Array]: ...
+    def start_pose(
+        self, basis: _ArrayLike, evaluated: _ArrayLike, bones: list[int], column_major: bool = False
+    ) -> tuple[_Float32Array, _Float32Array, _Float32Array, _Float32Array, _Float32Array]: ...
 
 @final
 class Goal:
