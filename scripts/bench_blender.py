@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -473,8 +474,8 @@ def main() -> None:
     live, live_verdicts = live_rows(samples)
     rigify, rigify_verdicts = rigify_lines(10 if quick else 50)
     lines = [
-        f"Blender {bpy.app.version_string} as a Python module, {platform.machine()} ({os.cpu_count()} cores), "
-        f"the add-on's default settings unless said; medians.",
+        f"Measured {date.today().isoformat()}, Blender {bpy.app.version_string} as a Python module, "
+        f"{platform.machine()} ({os.cpu_count()} cores), the add-on's default settings unless said; medians.",
         "",
         "**Against Blender's IK constraint**, same armatures and targets (empties), end to end: Blender's "
         "depsgraph update after the empties move; `tendon.solve` (evaluates the moved empties, solves, writes, "
