@@ -7,10 +7,11 @@ drivers, inheritance options). Bones outside the chains may do anything: the sol
 from where Blender really puts them (``Rig.start_pose``). A bone the solve turns must be posed
 by its own channels, or it is refused here with its name and the reason; never a silent miss.
 
-The checks cost next to nothing per solve: which bones carry constraints or drivers comes
-from the rig cache (``rig.py``); what changes without an event that would invalidate it
-(constraint influence and muting, inheritance options, pose scale, and where Blender
-actually puts each bone) is read in bulk at each solve, for the moving bones only.
+The checks cost next to nothing per solve: which bones carry constraints or drivers, and
+their inheritance options, come from the rig cache (``rig.py``); what may change without
+an event that would invalidate it (a constraint's muting and influence, pose scale, and
+where Blender actually puts each bone: the catch-all) is read at each solve, in bulk or
+for the moving bones only.
 """
 
 from __future__ import annotations

@@ -30,14 +30,6 @@ def native() -> ModuleType:
     return tendon
 
 
-def available() -> bool:
-    try:
-        native()
-    except TendonUserError:
-        return False
-    return True
-
-
 def native_status() -> str:
     """One line for the preferences and the panel: the library's version or the problem."""
     try:

@@ -3,8 +3,10 @@ solve, the bulk write, and the outcome measured in the pose Blender evaluates.
 
 Per solve only what may have changed is read: the effectors' settings, the targets' and
 the armature's world matrices, the pose (``matrix_basis`` and Blender's evaluated
-``matrix``, in bulk) and the few bone options no event reports (``chains.py``). The rig,
-its limits and the bones' constraints and drivers come from the rig cache (``rig.py``).
+``matrix``, in bulk) and the muting and influence of the chains' constraints
+(``chains.py``). The rig, its limits, which bones carry constraints or drivers, their
+inheritance options and what the effectors' settings imply come from the rig cache
+(``rig.py``).
 """
 
 from __future__ import annotations
