@@ -15,7 +15,7 @@ from typing import Any
 
 import bpy
 
-from . import props, rig, space
+from . import hooks, rig, space
 from .native import TendonUserError
 from .solve import SolveOutcome, solve
 
@@ -168,17 +168,13 @@ HANDLERS = (
 )
 
 
+LISTENERS = (("live", live_switched),)
+
+
 def register() -> None:
-    props.listeners["live"].append(live_switched)
-    for handlers, handler in HANDLERS:
-        if handler not in handlers:
-            handlers.append(handler)
+    hooks.connect(HANDLERS, LISTENERS)
 
 
 def unregister() -> None:
-    for handlers, handler in HANDLERS:
-        while handler in handlers:
-            handlers.remove(handler)
-    while live_switched in props.listeners["live"]:
-        props.listeners["live"].remove(live_switched)
+    hooks.disconnect(HANDLERS, LISTENERS)
     forget()

@@ -24,7 +24,7 @@ from typing import Any
 import bpy
 import numpy as np
 
-from . import chains, native, props
+from . import chains, hooks, native, props
 from .native import TendonUserError
 
 
@@ -252,17 +252,13 @@ HANDLERS = (
 )
 
 
+LISTENERS = (("limits", forget),)
+
+
 def register() -> None:
-    props.listeners["limits"].append(forget)
-    for handlers, handler in HANDLERS:
-        if handler not in handlers:
-            handlers.append(handler)
+    hooks.connect(HANDLERS, LISTENERS)
 
 
 def unregister() -> None:
-    for handlers, handler in HANDLERS:
-        while handler in handlers:
-            handlers.remove(handler)
-    while forget in props.listeners["limits"]:
-        props.listeners["limits"].remove(forget)
+    hooks.disconnect(HANDLERS, LISTENERS)
     clear()

@@ -122,13 +122,8 @@ def staging(targets: list[bpy.types.Object]) -> None:
     direction = Vector((0.0, 0.0, 0.9)) - camera.location
     camera.rotation_euler = direction.to_track_quat("-Z", "Y").to_euler()
     scene.camera = camera
-    scene.world = bpy.data.worlds.new("Backdrop")
-    scene.world.color = (0.55, 0.58, 0.62)
-    scene.render.engine = "BLENDER_WORKBENCH"
-    scene.display.shading.light = "STUDIO"
-    scene.display.shading.color_type = "OBJECT"
+    rigs.workbench_stage(scene, 300, 420)
     scene.display.shading.show_shadows = True
-    scene.render.resolution_x, scene.render.resolution_y = 300, 420
     scene.render.film_transparent = False
     scene.frame_start, scene.frame_end = 1, FRAMES
 

@@ -99,12 +99,7 @@ def main() -> None:
     camera.location = centre + 4.0 * clip.height * forward + Vector((0.0, 0.0, 0.3 * clip.height))
     camera.rotation_euler = (centre - camera.location).to_track_quat("-Z", "Y").to_euler()
     scene.camera = camera
-    scene.world = bpy.data.worlds.new("Backdrop")
-    scene.world.color = (0.55, 0.58, 0.62)
-    scene.render.engine = "BLENDER_WORKBENCH"
-    scene.display.shading.light = "STUDIO"
-    scene.display.shading.color_type = "OBJECT"
-    scene.render.resolution_x, scene.render.resolution_y = 900, 420
+    bench.rigs.workbench_stage(scene, 900, 420)
     path = Path(tempfile.mkdtemp()) / "mocap.png"
     scene.render.filepath = str(path)
     with bench.quiet():

@@ -206,3 +206,14 @@ def bone_meshes(obj: bpy.types.Object) -> None:
             if side < -1e-4
             else (0.8, 0.8, 0.8, 1.0)
         )
+
+
+def workbench_stage(scene: bpy.types.Scene, width: int, height: int) -> None:
+    """Renders with Workbench (no GPU needed headless): a grey backdrop, studio light, each
+    object in its own colour, at `width` x `height` pixels."""
+    scene.world = bpy.data.worlds.new("Backdrop")
+    scene.world.color = (0.55, 0.58, 0.62)
+    scene.render.engine = "BLENDER_WORKBENCH"
+    scene.display.shading.light = "STUDIO"
+    scene.display.shading.color_type = "OBJECT"
+    scene.render.resolution_x, scene.render.resolution_y = width, height
