@@ -20,6 +20,16 @@ def armature_or_reason(context: Context) -> tuple[bpy.types.Object | None, str |
     return obj, armature_problem(obj)
 
 
+class TendonSubPanel(TendonPanel):
+    """A panel under the main one, shown when the active object is an armature Tendon can pose."""
+
+    bl_parent_id = "TENDON_PT_main"
+
+    @classmethod
+    def poll(cls, context: Context) -> bool:
+        return armature_or_reason(context)[1] is None
+
+
 class TENDON_PT_main(TendonPanel, Panel):
     bl_label = "Tendon IK"
 
@@ -95,13 +105,8 @@ class TENDON_UL_effectors(EnabledItemList):
         return f"{item.bone or '(no bone)'} \u2192 {target}"
 
 
-class TENDON_PT_effectors(TendonPanel, Panel):
+class TENDON_PT_effectors(TendonSubPanel, Panel):
     bl_label = "Effectors"
-    bl_parent_id = "TENDON_PT_main"
-
-    @classmethod
-    def poll(cls, context: Context) -> bool:
-        return armature_or_reason(context)[1] is None
 
     def draw(self, context: Context) -> None:
         layout = self.layout
@@ -153,14 +158,9 @@ class TENDON_UL_springs(EnabledItemList):
         return f"{item.bone or '(no bone)'} ({item.chain_length or 'all'} bones)"
 
 
-class TENDON_PT_springs(TendonPanel, Panel):
+class TENDON_PT_springs(TendonSubPanel, Panel):
     bl_label = "Spring Chains"
-    bl_parent_id = "TENDON_PT_main"
     bl_options = {"DEFAULT_CLOSED"}
-
-    @classmethod
-    def poll(cls, context: Context) -> bool:
-        return armature_or_reason(context)[1] is None
 
     def draw(self, context: Context) -> None:
         layout = self.layout
@@ -181,14 +181,9 @@ class TENDON_PT_springs(TendonPanel, Panel):
             column.prop(spring, name)
 
 
-class TENDON_PT_limits(TendonPanel, Panel):
+class TENDON_PT_limits(TendonSubPanel, Panel):
     bl_label = "Joint Limits"
-    bl_parent_id = "TENDON_PT_main"
     bl_options = {"DEFAULT_CLOSED"}
-
-    @classmethod
-    def poll(cls, context: Context) -> bool:
-        return armature_or_reason(context)[1] is None
 
     def draw(self, context: Context) -> None:
         layout = self.layout
@@ -251,14 +246,9 @@ class TENDON_UL_human_roles(UIList):
             split.prop_search(item, "bone", obj.data, "bones", text="")
 
 
-class TENDON_PT_human(TendonPanel, Panel):
+class TENDON_PT_human(TendonSubPanel, Panel):
     bl_label = "Human Limits"
-    bl_parent_id = "TENDON_PT_main"
     bl_options = {"DEFAULT_CLOSED"}
-
-    @classmethod
-    def poll(cls, context: Context) -> bool:
-        return armature_or_reason(context)[1] is None
 
     def draw(self, context: Context) -> None:
         layout = self.layout

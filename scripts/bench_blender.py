@@ -26,7 +26,6 @@ this cannot rot (its numbers are not checked).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import platform
 import statistics
@@ -49,7 +48,7 @@ sys.path.insert(0, str(ROOT / "tests" / "blender"))
 sys.path.insert(0, str(ROOT / "scripts"))
 import real_rigs  # noqa: E402
 import rigs  # noqa: E402
-from report import publish  # noqa: E402
+from report import publish, quiet  # noqa: E402
 
 MODULE = "bl_ext.user_default.tendon"
 
@@ -209,20 +208,6 @@ def big_armature() -> str:
 
 def median_ms(seconds: list[float]) -> float:
     return statistics.median(seconds) * 1e3
-
-
-@contextlib.contextmanager
-def quiet() -> Any:
-    """Blender prints operator reports and importer chatter to standard output from C."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    with open(os.devnull, "w") as null:
-        os.dup2(null.fileno(), 1)
-        try:
-            yield
-        finally:
-            os.dup2(saved, 1)
-            os.close(saved)
 
 
 def timed(action: Callable[[], Any]) -> float:

@@ -55,7 +55,6 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -70,7 +69,7 @@ sys.path.insert(0, str(ROOT / "tests" / "blender"))
 sys.path.insert(0, str(ROOT / "scripts"))
 import real_rigs  # noqa: E402
 import rigs  # noqa: E402
-from report import publish  # noqa: E402
+from report import publish, quiet  # noqa: E402
 
 MODULE = "bl_ext.user_default.tendon"
 
@@ -420,21 +419,6 @@ def run(clip: Clip, config: Config, protocol: str, start: str, rig: Rig) -> Meas
         obj.pose.bones[bone].constraints.remove(constraint)
     obj.tendon.effectors.clear()
     return measures
-
-
-@contextlib.contextmanager
-def quiet() -> Iterator[None]:
-    """Blender prints every operator report to standard output in background mode, from C:
-    standard output goes to /dev/null for the while."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    with open(os.devnull, "w") as null:
-        os.dup2(null.fileno(), 1)
-        try:
-            yield
-        finally:
-            os.dup2(saved, 1)
-            os.close(saved)
 
 
 def percentile(values: list[float], share: float) -> float:
