@@ -1,6 +1,7 @@
 """The rig cache: each armature's native rig, its bones' names, parents, lengths and limits,
-and the bone facts the refusals need (which bones carry constraints or drivers), built once
-and reused until an event says they changed:
+and the bone facts the refusals need (which bones carry constraints or drivers, which do not
+inherit rotation or inherit scale other than fully), built once and reused until an event
+says they changed:
 
 - a bone's Tendon limits changed (the limit properties' update callbacks);
 - the armature's bones changed: Blender rebuilds the dependency graph's relations (Edit
@@ -10,8 +11,10 @@ and reused until an event says they changed:
 - a file was loaded, or undo or redo replaced the data.
 
 What may change from one solve to the next without such an event (the pose, the armature's
-and targets' transforms, constraint influence, inheritance options, scale) is read in bulk
-at each solve (``pose.py``, ``chains.py``), never cached here.
+and targets' transforms, constraint muting and influence, pose scale) is read in bulk at
+each solve (``pose.py``, ``chains.py``), never cached here. An inheritance option changed
+behind the add-on's back is caught by the catch-all check of where Blender really puts each
+chain bone, or shows as "not reached" in the pose Blender evaluates.
 """
 
 from __future__ import annotations

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Turns criterion's results into the performance table: out/bench-core.md and the
-section of README.md between the bench:core markers. Standard library only."""
+section of README.md between the bench:core markers (not with --quick: a quick run measures
+too little to stand there). Standard library only."""
 
 import json
 import os
 import platform
 import re
 import subprocess
+import sys
 from datetime import date
 from pathlib import Path
 
@@ -89,7 +91,7 @@ def main() -> None:
     out.mkdir(exist_ok=True)
     (out / "bench-core.md").write_text(text)
     readme = ROOT / "README.md"
-    if readme.exists() and START in readme.read_text():
+    if "--quick" not in sys.argv and readme.exists() and START in readme.read_text():
         body = readme.read_text()
         body = re.sub(re.escape(START) + ".*?" + re.escape(END), START + "\n" + text + END, body, flags=re.S)
         readme.write_text(body)
