@@ -185,6 +185,47 @@ impl JointLimits {
         total
     }
 
+    /// The summed tension of Euler angles `[x, y, z]` (relative to rest) measured from a
+    /// reference pose whose angles are `reference`, where `turn` are the Euler angles of the
+    /// turn from the reference to the joint's rotation (zero at the reference). The wall
+    /// (`a^16`) stays anatomical, at each side's threshold from rest; the soft part
+    /// (`a^1.25`) grows with the turn alike both ways, over the mean of the two sides'
+    /// thresholds and rigidities. Thresholds and rigidities describe turns from rest (often
+    /// a range's bound, so a hinge's is tiny on its closed side): applied per side to turns
+    /// from a reference that moves along, as when each frame starts from the previous
+    /// answer, they made one way cheaper than the way back and joints ratcheted away.
+    pub fn tension_from(&self, angles: [f32; 3], turn: [f32; 3], reference: [f32; 3]) -> f32 {
+        let mut total = 0.0;
+        for (((a, d), r), (limit, tension)) in angles
+            .iter()
+            .zip(turn)
+            .zip(reference)
+            .zip(self.axes().into_iter().zip(&self.tension))
+        {
+            if limit.is_locked() {
+                continue;
+            }
+            let wall_at = |angle: f32| {
+                let side = if angle < 0.0 {
+                    tension.negative
+                } else {
+                    tension.positive
+                };
+                let x = angle.abs() / side.threshold;
+                let x2 = x * x;
+                let x4 = x2 * x2;
+                let x8 = x4 * x4;
+                x8 * x8
+            };
+            let scale = 0.5 * (tension.negative.threshold + tension.positive.threshold);
+            let rigidity = 0.5 * (tension.negative.rigidity + tension.positive.rigidity);
+            let y = d.abs() / scale;
+            // Less the wall's share at the reference itself, so the reference costs nothing.
+            total += rigidity * y * y.sqrt().sqrt() + wall_at(*a) - wall_at(r);
+        }
+        total
+    }
+
     /// Checks that ranges are finite and ordered and tension settings finite and positive,
     /// naming `bone` otherwise.
     pub fn validate(&self, bone: &str) -> Result<()> {

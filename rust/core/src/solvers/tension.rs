@@ -7,7 +7,9 @@
 //! chain's length, times `reach_weight`) plus every joint's tension
 //! `R * (a / P)^1.25 + (a / P)^16` per axis and side ([`JointLimits::tension_of`]), where
 //! `a` are the Euler angles of the joint's turn away from the reference pose
-//! ([`TensionReference`]: the rest pose, the pose before the solve, or a stored pose).
+//! ([`TensionReference`]: the rest pose, the pose before the solve, or a stored pose;
+//! from a reference other than rest the turn costs alike both ways, and the wall stays at
+//! the thresholds from rest: [`JointLimits::tension_from`]).
 //! The limits' ranges stay anatomical: relative to rest, whatever the reference.
 //! Angles are clamped into their ranges, and leaving a range costs a penalty, so the
 //! simplex stays inside. The simplex starts scaled to each joint's range and restarts when
@@ -15,6 +17,7 @@
 //! left of the distance to the targets.
 //!
 //! [`JointLimits::tension_of`]: crate::JointLimits::tension_of
+//! [`JointLimits::tension_from`]: crate::JointLimits::tension_from
 
 use super::driver::{GoalMode, Workspace};
 use super::{IterationParams, JacobianDls, JacobianDlsParams, SolveReport, Solver};
@@ -122,6 +125,9 @@ struct Group {
     refresh: std::ops::Range<usize>,
 }
 
+/// A joint's reference rotation: its inverse and its Euler angles (None: rest).
+type Reference = Option<(Quat, [f32; 3])>;
+
 /// The tension minimiser (see the module documentation).
 #[derive(Debug, Clone)]
 pub struct TensionMinimizer {
@@ -132,8 +138,9 @@ pub struct TensionMinimizer {
     dofs: Vec<Dof>,
     /// The joints moved, with their Euler angles (locked axes at zero).
     joints: Vec<(usize, [f32; 3])>,
-    /// Per joint, the inverse of its reference rotation (None: the reference is rest).
-    reference_inverse: Vec<Option<Quat>>,
+    /// Per joint, the inverse of its reference rotation and the reference's Euler angles
+    /// (None: the reference is rest).
+    reference_inverse: Vec<Reference>,
     /// The stored pose of [`TensionReference::Pose`].
     reference_pose: Option<Pose>,
     /// The bones whose frames an evaluation refreshes, parents first: every goal's chain
@@ -306,17 +313,18 @@ impl Solver for TensionMinimizer {
         };
         self.reference_inverse.clear();
         self.reference_inverse
-            .extend(self.joints.iter().map(|&(bone, _)| {
+            .extend(self.joints.iter().map(|&(bone, angles)| {
                 reference
-                    .map(|pose| pose.rotations[bone].normalize().conjugate())
+                    .map(|pose| pose.rotations[bone].normalize())
                     .filter(|q| !q.abs_diff_eq(Quat::IDENTITY, 1e-7))
+                    .map(|q| (q.conjugate(), rig.limits(bone).angles_of(q, angles)))
             }));
         let at_start = self.ws.report_now(&params.iteration, 0);
         let relaxed = self
             .joints
             .iter()
             .zip(&self.reference_inverse)
-            .all(|(&(bone, angles), inverse)| joint_tension(rig, bone, angles, *inverse) == 0.0);
+            .all(|(&(bone, angles), inverse)| joint_tension(rig, bone, angles, inverse) == 0.0);
         if at_start.reached && relaxed {
             // Reached with every joint at rest: nothing to minimise.
             return Ok(self.ws.finish(rig, &params.iteration, 0, out));
@@ -594,7 +602,7 @@ fn objective(
     dofs: &[Dof],
     joints: &mut [(usize, [f32; 3])],
     joint_range: std::ops::Range<usize>,
-    references: &[Option<Quat>],
+    references: &[Reference],
     refresh: &[usize],
     goals: &[usize],
     x: &[f32],
@@ -621,7 +629,7 @@ fn objective(
         .zip(&references[joint_range])
     {
         ws.pose.rotations[bone] = rig.limits(bone).rotation_of(angles);
-        tension += joint_tension(rig, bone, angles, *inverse) as f64;
+        tension += joint_tension(rig, bone, angles, inverse) as f64;
     }
     for &bone in refresh {
         ws.update_bone(rig, bone);
@@ -633,13 +641,13 @@ fn objective(
 /// The tension of joint `bone` at Euler angles `angles` (relative to rest), measured from
 /// the reference rotation whose inverse is `reference_inverse` (rest when None): the Euler
 /// angles of the turn from the reference to the joint's rotation.
-fn joint_tension(rig: &Rig, bone: usize, angles: [f32; 3], reference_inverse: Option<Quat>) -> f32 {
+fn joint_tension(rig: &Rig, bone: usize, angles: [f32; 3], reference: &Reference) -> f32 {
     let limits = rig.limits(bone);
-    match reference_inverse {
+    match reference {
         None => limits.tension_of(angles),
-        Some(inverse) => {
-            let turn = inverse * limits.rotation_of(angles);
-            limits.tension_of(limits.angles_of(turn, [0.0; 3]))
+        Some((inverse, reference_angles)) => {
+            let turn = *inverse * limits.rotation_of(angles);
+            limits.tension_from(angles, limits.angles_of(turn, [0.0; 3]), *reference_angles)
         }
     }
 }
