@@ -188,7 +188,7 @@ impl JointLimits {
     /// The summed tension of Euler angles `[x, y, z]` (relative to rest) measured from a
     /// reference pose whose angles are `reference`, where `turn` are the Euler angles of the
     /// turn from the reference to the joint's rotation (zero at the reference). The wall
-    /// (`a^16`) stays anatomical, at each side's threshold from rest; the soft part
+    /// (`a^16`, limited axes only) stays anatomical, at each side's threshold from rest; the soft part
     /// (`a^1.25`) grows with the turn alike both ways, over the mean of the two sides'
     /// thresholds and rigidities. Thresholds and rigidities describe turns from rest (often
     /// a range's bound, so a hinge's is tiny on its closed side): applied per side to turns
@@ -205,7 +205,13 @@ impl JointLimits {
             if limit.is_locked() {
                 continue;
             }
+            // Only a limited axis has an anatomical wall; a free axis's angle from rest means
+            // nothing to it (a rig posed far from its rest would be pulled back to rest).
+            let walled = matches!(limit, AxisLimit::Range { .. });
             let wall_at = |angle: f32| {
+                if !walled {
+                    return 0.0;
+                }
                 let side = if angle < 0.0 {
                     tension.negative
                 } else {
