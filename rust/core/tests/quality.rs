@@ -313,3 +313,52 @@ fn tension_warm_sequence_stays_with_the_motion() {
         "tension {tension:.2} deg vs damped least squares {dls:.2} deg"
     );
 }
+
+/// A rig without limits posed far from its rest (a motion-capture skeleton resting in a
+/// T-pose, its arms down): relaxing towards the pose before the solve keeps to that pose, no
+/// pull back to rest. The same warm motion as above, every key turned 1.8 rad from rest.
+#[test]
+fn tension_without_limits_stays_with_a_pose_far_from_rest() {
+    let rig = unlimited(&humanoid_limited());
+    let bones = chain_bones(&rig);
+    let mut rng = SplitMix64::new(16);
+    let far = |rng: &mut SplitMix64| {
+        let mut pose = Pose::rest(rig.len());
+        for &bone in &bones {
+            let axis = glam::Vec3::new(
+                rng.range(-1.0, 1.0),
+                rng.range(-1.0, 1.0),
+                rng.range(-1.0, 1.0),
+            );
+            pose.rotations[bone] = Quat::from_axis_angle(axis.normalize(), 1.8);
+        }
+        pose
+    };
+    let first = far(&mut rng);
+    // Each solver warm from its own previous answer.
+    let (mut previous, mut previous_dls) = (first.clone(), first.clone());
+    let (mut tension_error, mut dls_error) = (0.0, 0.0);
+    let mut tension = tension_with(TensionReference::Start);
+    let mut dls = JacobianDls::default();
+    for step in 1..=12 {
+        // A small move away from the far pose, as from one frame to the next.
+        let mut truth = first.clone();
+        for &bone in &bones {
+            truth.rotations[bone] =
+                first.rotations[bone] * Quat::from_rotation_x(0.02 * step as f32);
+        }
+        let goals = goals_for(&rig, &truth);
+        let (solved, report) = tension.solve(&rig, &previous, &goals).unwrap();
+        assert!(report.reached, "{report:?}");
+        tension_error += mean_joint_angle(&rig, &solved, &truth) / 12.0;
+        let (plain, _) = dls.solve(&rig, &previous_dls, &goals).unwrap();
+        dls_error += mean_joint_angle(&rig, &plain, &truth) / 12.0;
+        previous = solved;
+        previous_dls = plain;
+    }
+    eprintln!("far from rest, warm: tension {tension_error:.2} deg, damped least squares {dls_error:.2} deg");
+    assert!(
+        tension_error < 2.0 * dls_error.max(1.0),
+        "tension {tension_error:.2} vs {dls_error:.2}"
+    );
+}
