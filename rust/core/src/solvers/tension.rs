@@ -97,6 +97,11 @@ impl Default for TensionParams {
     }
 }
 
+/// The reach weight that judges sending a degree of freedom back to its reference: any
+/// reach it costs outweighs tension (a relative error of 1e-6 squared, times this, is
+/// already 1), so goals already reached stay reached and the polish has nothing to move.
+const SNAP_REACH_WEIGHT: f64 = 1e12;
+
 /// Fewest simplex evaluations a group gets, however small its share.
 const MIN_GROUP_EVALUATIONS: u32 = 300;
 
@@ -356,7 +361,7 @@ impl Solver for TensionMinimizer {
                 max_evaluations: share.max(MIN_GROUP_EVALUATIONS.min(params.max_evaluations)),
                 ..simplex_params
             };
-            let mut evaluate = |x: &[f32]| {
+            let mut evaluate = |x: &[f32], reach_weight: f64| {
                 objective(
                     ws,
                     rig,
@@ -372,14 +377,39 @@ impl Solver for TensionMinimizer {
             };
             let x = &mut self.x[group.dofs.clone()];
             let report = self.simplex.minimize(
-                &mut evaluate,
+                |x| evaluate(x, reach_weight),
                 x,
                 &self.steps[group.dofs.clone()],
                 &group_params,
             );
+            // Degrees of freedom no goal feels (a hand's twist about the line to its
+            // target) keep whatever turn the simplex left them, and from frame to frame
+            // (warm starts) that wanders: each goes back to its reference value when that
+            // costs no reach (judged with reach weighed far above tension).
+            let mut best = evaluate(x, SNAP_REACH_WEIGHT);
+            for (k, dof) in dofs.iter().enumerate() {
+                if dof.translation {
+                    continue;
+                }
+                let reference = references[dof.bone].map_or(0.0, |(_, angles)| angles[dof.axis]);
+                let reference = dof
+                    .range
+                    .map_or(reference, |(lo, hi)| reference.clamp(lo, hi));
+                let value = x[k];
+                if (value - reference).abs() < 1e-6 {
+                    continue;
+                }
+                x[k] = reference;
+                let tried = evaluate(x, SNAP_REACH_WEIGHT);
+                if tried <= best {
+                    best = tried;
+                } else {
+                    x[k] = value;
+                }
+            }
             // Leave the workspace at the best point (the last evaluation may be another).
-            evaluate(x);
-            evaluations += report.evaluations;
+            evaluate(x, reach_weight);
+            evaluations += report.evaluations + dofs.len() as u32;
         }
         // Also refreshes the bones below the chains, which the search left stale.
         let result = self
