@@ -223,14 +223,7 @@ impl Rig {
         });
         let mut pose = Pose::rest(n);
         self.rig.pose_from_world(&world, &mut pose);
-        let (mut rotations, mut translations, mut scales) = (
-            vec![0.0f32; n * 4],
-            vec![0.0f32; n * 3],
-            vec![0.0f32; n * 3],
-        );
-        write_rotations(&self.rig, &pose, &mut rotations);
-        write_translations(&self.rig, &pose, &mut translations);
-        write_scales(&self.rig, &pose, &mut scales);
+        let (rotations, translations, scales) = pose_arrays(&self.rig, &pose);
         Ok((
             new_array(py, &[n, 4], &rotations)?,
             new_array(py, &[n, 3], &translations)?,
@@ -292,14 +285,7 @@ impl Rig {
         });
         let mut pose = Pose::rest(n);
         self.rig.pose_from_world(&frames, &mut pose);
-        let (mut rotations, mut translations, mut scales) = (
-            vec![0.0f32; n * 4],
-            vec![0.0f32; n * 3],
-            vec![0.0f32; n * 3],
-        );
-        write_rotations(&self.rig, &pose, &mut rotations);
-        write_translations(&self.rig, &pose, &mut translations);
-        write_scales(&self.rig, &pose, &mut scales);
+        let (mut rotations, mut translations, mut scales) = pose_arrays(&self.rig, &pose);
         let smallest: Vec<f32> = local
             .chunks_exact(16)
             .map(|m| {
@@ -383,4 +369,19 @@ pub(crate) fn bone_index(rig: &CoreRig, bone: &Bound<'_, PyAny>, what: &str) -> 
             BoneIndexError::new_err(format!("{what}: a bone is a name or a non-negative index"))
         })?
         .resolve(rig, format_args!("{what}"))
+}
+
+/// A pose's rotations (n x 4, w-first), translations and scales (n x 3), flat, in the
+/// caller's order.
+fn pose_arrays(rig: &CoreRig, pose: &Pose) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let n = rig.len();
+    let (mut rotations, mut translations, mut scales) = (
+        vec![0.0f32; n * 4],
+        vec![0.0f32; n * 3],
+        vec![0.0f32; n * 3],
+    );
+    write_rotations(rig, pose, &mut rotations);
+    write_translations(rig, pose, &mut translations);
+    write_scales(rig, pose, &mut scales);
+    (rotations, translations, scales)
 }

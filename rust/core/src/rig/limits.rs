@@ -107,17 +107,31 @@ impl AxisTension {
     /// The tension of `angle`: smooth, zero at zero, growing like `a^1.25` below the
     /// threshold and like `a^16` past it.
     pub fn of(&self, angle: f32) -> f32 {
-        let side = if angle < 0.0 {
+        let side = self.side(angle);
+        let x = angle.abs() / side.threshold;
+        side.rigidity * x * x.sqrt().sqrt() + wall(x)
+    }
+
+    /// The wall part of [`AxisTension::of`] alone: `(a / P)^16`.
+    pub fn wall(&self, angle: f32) -> f32 {
+        wall(angle.abs() / self.side(angle).threshold)
+    }
+
+    fn side(&self, angle: f32) -> SideTension {
+        if angle < 0.0 {
             self.negative
         } else {
             self.positive
-        };
-        let x = angle.abs() / side.threshold;
-        let x2 = x * x;
-        let x4 = x2 * x2;
-        let x8 = x4 * x4;
-        side.rigidity * x * x.sqrt().sqrt() + x8 * x8
+        }
     }
+}
+
+/// `x^16`, the tension's wall past the threshold (`x` the angle over the threshold).
+fn wall(x: f32) -> f32 {
+    let x2 = x * x;
+    let x4 = x2 * x2;
+    let x8 = x4 * x4;
+    x8 * x8
 }
 
 /// The limits of one joint.
@@ -208,21 +222,7 @@ impl JointLimits {
             // Only a limited axis has an anatomical wall; a free axis's angle from rest means
             // nothing to it (a rig posed far from its rest would be pulled back to rest).
             let walled = matches!(limit, AxisLimit::Range { .. });
-            let wall_at = |angle: f32| {
-                if !walled {
-                    return 0.0;
-                }
-                let side = if angle < 0.0 {
-                    tension.negative
-                } else {
-                    tension.positive
-                };
-                let x = angle.abs() / side.threshold;
-                let x2 = x * x;
-                let x4 = x2 * x2;
-                let x8 = x4 * x4;
-                x8 * x8
-            };
+            let wall_at = |angle: f32| if walled { tension.wall(angle) } else { 0.0 };
             let scale = 0.5 * (tension.negative.threshold + tension.positive.threshold);
             let rigidity = 0.5 * (tension.negative.rigidity + tension.positive.rigidity);
             let y = d.abs() / scale;
