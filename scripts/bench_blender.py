@@ -298,6 +298,19 @@ def blender_ik_times(obj: bpy.types.Object, effectors: tuple, sets: list, basis:
     return seconds
 
 
+def write_floor_times(obj: bpy.types.Object, sets: list, basis: np.ndarray) -> list[float]:
+    """What any add-on pays to pose the armature, with no solve at all: one bulk write of
+    a whole pose (foreach_set, tagged as Blender's own pose properties tag it) and Blender's
+    evaluation of it, alternating between two poses so every write changes the pose."""
+    other = np.tile(np.eye(4, dtype=np.float32).ravel(), len(obj.pose.bones))
+    seconds = []
+    for k in range(len(sets)):
+        restore_pose(obj, basis if k % 2 else other)
+        seconds.append(timed(lambda k=k: restore_pose(obj, other if k % 2 else basis)))
+    restore_pose(obj, basis)
+    return seconds
+
+
 def tendon_times(
     obj: bpy.types.Object, effectors: tuple, sets: list, basis: np.ndarray
 ) -> tuple[list[float], list[float], list[float], int]:
@@ -354,13 +367,15 @@ def mocap_rows(quick: bool) -> tuple[list[str], list[str]]:
             with quiet():
                 blender = blender_ik_times(obj, effectors, sets, basis)
                 operator, live, handlers, reached = tendon_times(obj, effectors, sets, basis)
+                floor = write_floor_times(obj, sets, basis)
             ratio = statistics.median(blender) / statistics.median(operator)
             ratios[protocol].append(ratio)
             chains = "/".join(str(e.chain_length) for e in effectors)
             rows.append(
                 f"| {clip} ({len(obj.pose.bones)} bones) | {protocol} ({len(effectors)} effectors, chains {chains}) "
                 f"| {median_ms(blender):.3f} ms | {median_ms(operator):.3f} ms | {median_ms(live):.3f} ms "
-                f"({median_ms(handlers):.3f} ms) | {ratio:.2f}x | {reached}/{len(sets)} |"
+                f"({median_ms(handlers):.3f} ms) | {ratio:.2f}x | {median_ms(floor):.3f} ms "
+                f"({statistics.median(blender) / statistics.median(floor):.2f}x) | {reached}/{len(sets)} |"
             )
     for protocol, goal in MOCAP_GOALS.items():
         worst = min(ratios[protocol])
@@ -465,10 +480,13 @@ def main() -> None:
         "**Against Blender's IK constraint**, same armatures and targets (empties), end to end: Blender's "
         "depsgraph update after the empties move; `tendon.solve` (evaluates the moved empties, solves, writes, "
         "evaluates the written pose, measures it); live mode's two updates (in brackets: Tendon's handlers). "
-        "Each set of targets is reachable and starts from the same pose.",
+        "Each set of targets is reachable and starts from the same pose. Floor: no solve at all, one bulk write "
+        "of a whole pose and Blender's evaluation of it (what any add-on pays to pose the armature), and in "
+        "brackets the best ratio to Blender's IK an add-on could reach.",
         "",
-        "| armature | effectors | Blender IK | `tendon.solve` | live (handlers) | Blender / Tendon | reached |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| armature | effectors | Blender IK | `tendon.solve` | live (handlers) | Blender / Tendon "
+        "| floor: write and evaluate | reached |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
         *mocap,
         "",
         f"**Live mode and the operator** on the 50-bone humanoid, five effectors (hands and shins, chain 3 and 2; "

@@ -41,6 +41,11 @@ Measures per frame:
   (reading the rig, the native solve, writing the channels). Medians over all frames.
 
 Two clips (`HELD_OUT`) are kept out of all tuning and reported apart.
+
+The ceiling row solves nothing: each chain bone of the start pose is turned by the smallest
+swing that puts its joint line on the actor's (`Rig.oracle_pose`), so every joint is where
+the actor's is and each bone keeps the start's twist about its line: the best a solver given
+positions only, turning bones no more than it must, could do.
 """
 
 from __future__ import annotations
@@ -165,13 +170,17 @@ class Config:
         return not self.human_limits or "human_limits" in dir(bpy.ops.tendon)
 
 
-BLENDER, UNSOLVED = "BLENDER", "UNSOLVED"
+BLENDER, UNSOLVED, ORACLE = "BLENDER", "UNSOLVED", "ORACLE"
 
 
 CONFIGS = [
     # What solving adds: the start pose, unsolved (warm: the same as cold).
     Config("start pose, not solved", UNSOLVED),
     Config("Blender Standard IK", BLENDER),
+    # The ceiling of any solver that is given positions only and moves as little as it must:
+    # every chain joint exactly where the actor's is, each bone's twist about its own line
+    # kept from the start pose (no solve; see `oracle_pose`).
+    Config("ceiling: actor's joint positions, start twist", ORACLE),
     Config("FABRIK", "FABRIK"),
     Config("CCD", "CCD"),
     Config("JACOBIAN_DLS", "JACOBIAN_DLS"),
@@ -326,6 +335,33 @@ class Rig:
         self.rest = np.array([np.array(bones[name].matrix_local) for name in self.names])
         self.parent = [index[bones[name].parent.name] if bones[name].parent else -1 for name in self.names]
         self.index = index
+        self.lengths = np.array([bones[name].length for name in self.names])
+
+    def tip(self, pose: np.ndarray, chain: list[int], at: int) -> np.ndarray:
+        """Where chain bone `chain[at]` (end bone first) ends in `pose`: the head of the chain
+        bone below it, or the end bone's own tail. Its line from its head is the bone's
+        anatomical direction (a rest may point a bone elsewhere: the Character Creator
+        files' rest has every bone pointing up)."""
+        if at > 0:
+            return pose[chain[at - 1]][:3, 3]
+        return (pose[chain[0]] @ np.array([0.0, self.lengths[chain[0]], 0.0, 1.0]))[:3]
+
+    def oracle_pose(self, start: np.ndarray, actor: np.ndarray, chains: list[list[int]]) -> np.ndarray:
+        """`start` with each chain bone turned by the smallest swing that takes its
+        anatomical direction onto the actor's, placed at the actor's head: the actor's joint
+        positions with the start's twist about every bone's line."""
+        found = start.copy()
+        for chain in chains:
+            for at, bone in enumerate(chain):
+                was = self.tip(start, chain, at) - start[bone][:3, 3]
+                now = self.tip(actor, chain, at) - actor[bone][:3, 3]
+                if min(np.linalg.norm(was), np.linalg.norm(now)) < 1e-6:
+                    # A joint on its child's joint (the cgspeed files' Chest2): no line of
+                    # its own to match; its own Y axis stands in.
+                    was, now = start[bone][:3, 1], actor[bone][:3, 1]
+                found[bone][:3, :3] = smallest_swing(was, now) @ start[bone][:3, :3]
+                found[bone][:3, 3] = actor[bone][:3, 3]
+        return found
 
     def basis_from_pose(self, pose: np.ndarray, bones: list[int]) -> np.ndarray:
         """The matrix_basis that gives `bones` their armature-space `pose`: pose = parent's
@@ -338,6 +374,23 @@ class Rig:
                 local = local @ self.rest[parent] @ np.linalg.inv(pose[parent])
             found.append(local @ pose[bone])
         return np.array(found)
+
+
+def smallest_swing(frm: np.ndarray, to: np.ndarray) -> np.ndarray:
+    """The rotation matrix of the smallest turn taking direction `frm` onto `to`."""
+    a, b = frm / np.linalg.norm(frm), to / np.linalg.norm(to)
+    axis, cosine = np.cross(a, b), float(a @ b)
+    sine = float(np.linalg.norm(axis))
+    if sine < 1e-12:
+        if cosine > 0.0:
+            return np.eye(3)
+        # Opposite: a half turn about any axis across the direction.
+        across = np.cross(a, [1.0, 0.0, 0.0] if abs(a[0]) < 0.9 else [0.0, 1.0, 0.0])
+        across /= np.linalg.norm(across)
+        return 2.0 * np.outer(across, across) - np.eye(3)
+    k = axis / sine
+    cross = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
+    return np.eye(3) + sine * cross + (1.0 - cosine) * cross @ cross
 
 
 def set_basis(obj: bpy.types.Object, basis: np.ndarray) -> None:
@@ -362,7 +415,7 @@ def attach(clip: Clip, config: Config, found: list[list[str]]) -> list[tuple[str
             constraint = obj.pose.bones[names[0]].constraints.new("IK")
             constraint.target, constraint.chain_count, constraint.iterations = empty, len(names), 500
             constraints.append((names[0], constraint))
-    elif config.solver != UNSOLVED:
+    elif config.solver not in (UNSOLVED, ORACLE):
         effectors = tuple(real_rigs.Effector(names[0], len(names)) for names in found)
         real_rigs.set_effectors(obj, effectors, [tuple(t) for t in clip.targets[0]])
         # Settings another row set go back to their defaults first.
@@ -378,7 +431,7 @@ def attach(clip: Clip, config: Config, found: list[list[str]]) -> list[tuple[str
 def solve(obj: bpy.types.Object, config: Config, where: str, measures: Measures) -> None:
     """One frame's solve, timed (see the module's docstring)."""
     started = time.perf_counter()
-    if config.solver in (BLENDER, UNSOLVED):
+    if config.solver in (BLENDER, UNSOLVED, ORACLE):
         bpy.context.view_layer.update()
         if config.solver == BLENDER:
             measures.seconds.append(time.perf_counter() - started)
@@ -409,9 +462,15 @@ def run(clip: Clip, config: Config, protocol: str, start: str, rig: Rig) -> Meas
             empty.location = point
         solve(obj, config, f"{clip.name} frame {clip.frames[t]}", measures)
         solved = matrices(evaluated(obj).pose.bones, "matrix")
+        if config.solver == ORACLE:
+            solved = rig.oracle_pose(solved, clip.pose[t], [[rig.index[name] for name in names] for names in found])
+            world = np.array(obj.matrix_world)
+            ends = [rig.index[end] for end in clip.end_bones]
+            tails = np.array([(world @ solved[end] @ [0.0, rig.lengths[end], 0.0, 1.0])[:3] for end in ends])
+        else:
+            tails = world_tails(obj, clip.end_bones)
         angles = rotation_angles(solved[chain_bones], clip.pose[t][chain_bones])
         measures.mpjae.append(math.degrees(float(angles.mean())))
-        tails = world_tails(obj, clip.end_bones)
         measures.errors += list(np.linalg.norm(tails - clip.targets[t], axis=1) * 1e3)
         if start == "warm":
             chain_start = rig.basis_from_pose(solved, chain_bones)
@@ -502,7 +561,7 @@ def goals(results: Results, configs: list[Config], default_solver: str) -> list[
         return statistics.mean(found) if found else math.nan
 
     blender = next(c for c in configs if c.solver == BLENDER)
-    tendon = [c for c in configs if c.solver not in (BLENDER, UNSOLVED)]
+    tendon = [c for c in configs if c.solver not in (BLENDER, UNSOLVED, ORACLE)]
     lines = ["Goals on this run (held-out clips, mean MPJAE):"]
     for start in STARTS:
         parts, met = [], True
@@ -523,6 +582,18 @@ def goals(results: Results, configs: list[Config], default_solver: str) -> list[
         lines.append(
             f"- the best Tendon configuration (median effector error at most 1 mm) at most 0.6x Blender's MPJAE, "
             f"{start} start: {'met' if met else 'missed'} ({'; '.join(parts)})"
+        )
+    ceiling = next((c for c in configs if c.solver == ORACLE), None)
+    if ceiling:
+        parts = [
+            f"{protocol} {start} {mpjae(ceiling, protocol, start):.1f} deg "
+            f"({mpjae(ceiling, protocol, start) / mpjae(blender, protocol, start):.2f}x)"
+            for protocol in PROTOCOLS
+            for start in STARTS
+        ]
+        lines.append(
+            "- for comparison, the ceiling of reaching the actor's joint positions exactly with the start pose's "
+            f"twist: {'; '.join(parts)} of Blender's MPJAE"
         )
     default = next(c for c in tendon if c.solver == default_solver and not c.settings and not c.human_limits)
     worse = [
