@@ -171,6 +171,8 @@ class Config:
 
 
 BLENDER, UNSOLVED, ORACLE = "BLENDER", "UNSOLVED", "ORACLE"
+#: Rows that are not a Tendon solver (no effectors, no `tendon.solve`).
+NOT_TENDON = (BLENDER, UNSOLVED, ORACLE)
 
 
 CONFIGS = [
@@ -350,6 +352,9 @@ class Rig:
         """`start` with each chain bone turned by the smallest swing that takes its
         anatomical direction onto the actor's, placed at the actor's head: the actor's joint
         positions with the start's twist about every bone's line."""
+        # The geometry Human Limits uses (the wheel the add-on zip installed).
+        from tendon.humanoid import _swing as smallest_swing
+
         found = start.copy()
         for chain in chains:
             for at, bone in enumerate(chain):
@@ -359,7 +364,8 @@ class Rig:
                     # A joint on its child's joint (the cgspeed files' Chest2): no line of
                     # its own to match; its own Y axis stands in.
                     was, now = start[bone][:3, 1], actor[bone][:3, 1]
-                found[bone][:3, :3] = smallest_swing(was, now) @ start[bone][:3, :3]
+                was, now = was / np.linalg.norm(was), now / np.linalg.norm(now)
+                found[bone][:3, :3] = smallest_swing(was, now, start[bone][:3, 0]) @ start[bone][:3, :3]
                 found[bone][:3, 3] = actor[bone][:3, 3]
         return found
 
@@ -374,23 +380,6 @@ class Rig:
                 local = local @ self.rest[parent] @ np.linalg.inv(pose[parent])
             found.append(local @ pose[bone])
         return np.array(found)
-
-
-def smallest_swing(frm: np.ndarray, to: np.ndarray) -> np.ndarray:
-    """The rotation matrix of the smallest turn taking direction `frm` onto `to`."""
-    a, b = frm / np.linalg.norm(frm), to / np.linalg.norm(to)
-    axis, cosine = np.cross(a, b), float(a @ b)
-    sine = float(np.linalg.norm(axis))
-    if sine < 1e-12:
-        if cosine > 0.0:
-            return np.eye(3)
-        # Opposite: a half turn about any axis across the direction.
-        across = np.cross(a, [1.0, 0.0, 0.0] if abs(a[0]) < 0.9 else [0.0, 1.0, 0.0])
-        across /= np.linalg.norm(across)
-        return 2.0 * np.outer(across, across) - np.eye(3)
-    k = axis / sine
-    cross = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
-    return np.eye(3) + sine * cross + (1.0 - cosine) * cross @ cross
 
 
 def set_basis(obj: bpy.types.Object, basis: np.ndarray) -> None:
@@ -415,7 +404,7 @@ def attach(clip: Clip, config: Config, found: list[list[str]]) -> list[tuple[str
             constraint = obj.pose.bones[names[0]].constraints.new("IK")
             constraint.target, constraint.chain_count, constraint.iterations = empty, len(names), 500
             constraints.append((names[0], constraint))
-    elif config.solver not in (UNSOLVED, ORACLE):
+    elif config.solver not in NOT_TENDON:
         effectors = tuple(real_rigs.Effector(names[0], len(names)) for names in found)
         real_rigs.set_effectors(obj, effectors, [tuple(t) for t in clip.targets[0]])
         # Settings another row set go back to their defaults first.
@@ -431,7 +420,7 @@ def attach(clip: Clip, config: Config, found: list[list[str]]) -> list[tuple[str
 def solve(obj: bpy.types.Object, config: Config, where: str, measures: Measures) -> None:
     """One frame's solve, timed (see the module's docstring)."""
     started = time.perf_counter()
-    if config.solver in (BLENDER, UNSOLVED, ORACLE):
+    if config.solver in NOT_TENDON:
         bpy.context.view_layer.update()
         if config.solver == BLENDER:
             measures.seconds.append(time.perf_counter() - started)
@@ -561,7 +550,7 @@ def goals(results: Results, configs: list[Config], default_solver: str) -> list[
         return statistics.mean(found) if found else math.nan
 
     blender = next(c for c in configs if c.solver == BLENDER)
-    tendon = [c for c in configs if c.solver not in (BLENDER, UNSOLVED, ORACLE)]
+    tendon = [c for c in configs if c.solver not in NOT_TENDON]
     lines = ["Goals on this run (held-out clips, mean MPJAE):"]
     for start in STARTS:
         parts, met = [], True
