@@ -209,7 +209,10 @@ impl Scratch {
     /// their backward-pass positions; forward kinematics follows in the same sweep.
     fn forward(&mut self, ws: &mut Workspace, rig: &Rig, max_step: f32) {
         let mut next = 0;
-        for i in ws.first_active..rig.len() {
+        // Every joint hangs on a goal's path: the other bones' frames need not follow.
+        let first = ws.goal_paths.partition_point(|&i| i < ws.first_active);
+        for k in first..ws.goal_paths.len() {
+            let i = ws.goal_paths[k];
             ws.update_bone(rig, i);
             let Some(joint) = self.joints.get(next).filter(|j| j.bone == i) else {
                 continue;

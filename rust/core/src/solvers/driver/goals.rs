@@ -38,6 +38,21 @@ impl Workspace {
                 false => limits.angles_within(self.pose.rotations[i]),
             });
         }
+        // Forward kinematics of the bones the goals hang from, all that preparing and
+        // solving read (the goals' validation first: a bad bone index fails here).
+        self.goal_paths.clear();
+        for (index, goal) in goals.iter().enumerate() {
+            let goal = validate_goal(rig, index, goal)?;
+            if goal.weight > 0.0 {
+                let mut bone = Some(goal.bone);
+                while let Some(i) = bone {
+                    self.goal_paths.push(i);
+                    bone = rig.parent(i);
+                }
+            }
+        }
+        self.goal_paths.sort_unstable();
+        self.goal_paths.dedup();
         self.first_active = 0;
         self.forward_kinematics(rig);
 

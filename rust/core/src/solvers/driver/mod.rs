@@ -100,6 +100,9 @@ pub(crate) struct Workspace {
     claimed: Vec<bool>,
     /// Scratch for `refresh_path`.
     path: Vec<usize>,
+    /// The goals' bones and their ancestors, depth-first: the bones whose frames
+    /// [`Workspace::forward_kinematics`] keeps current.
+    pub goal_paths: Vec<usize>,
     /// Whether any goal may turn each bone.
     pub moving: Vec<bool>,
     /// Full-body solving: the pose the exclusive chains reached, and which goals (by the
@@ -130,6 +133,7 @@ impl Default for Workspace {
             start_translations: Vec::new(),
             claimed: Vec::new(),
             path: Vec::new(),
+            goal_paths: Vec::new(),
             moving: Vec::new(),
             exclusive_pose: Pose::rest(0),
             exclusive_reached: Vec::new(),

@@ -3,10 +3,13 @@
 use super::*;
 
 impl Workspace {
-    /// Forward kinematics from `first_active` on.
+    /// Forward kinematics of the bones the goals hang from (from `first_active` on): all
+    /// that solving and reporting read. Other bones' frames (fingers below a hand goal, a
+    /// tail) are left as they are: a solve's answer is the pose, not the frames.
     pub fn forward_kinematics(&mut self, rig: &Rig) {
-        for i in self.first_active..rig.len() {
-            self.update_bone(rig, i);
+        let first = self.goal_paths.partition_point(|&i| i < self.first_active);
+        for k in first..self.goal_paths.len() {
+            self.update_bone(rig, self.goal_paths[k]);
         }
     }
 
