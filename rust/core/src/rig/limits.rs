@@ -52,7 +52,19 @@ impl AxisLimit {
                 let a = centre + wrap_angle(angle - centre);
                 (a, (a - a.clamp(min, max)).abs())
             }
-            _ => (angle, 0.0),
+            Some((min, max)) => (Self::inside_full_turn(min, max, angle), 0.0),
+            None => (angle, 0.0),
+        }
+    }
+
+    /// For an interval of a full turn or more, which holds an equivalent of every angle:
+    /// `angle` itself if inside, else its equivalent inside. (Stepping from an angle outside
+    /// it, a solver's clamp would jump the joint round to a bound.)
+    fn inside_full_turn(min: f32, max: f32, angle: f32) -> f32 {
+        if (min..=max).contains(&angle) {
+            angle
+        } else {
+            (min + (angle - min).rem_euclid(TAU)).min(max)
         }
     }
 
@@ -63,7 +75,7 @@ impl AxisLimit {
             return (0.0, angle);
         };
         if max - min >= TAU {
-            return (0.0, angle);
+            return (0.0, Self::inside_full_turn(min, max, angle));
         }
         // Of the 2*pi-equivalents of the angle, take the one nearest the interval.
         let centre = 0.5 * (min + max);
@@ -499,6 +511,30 @@ mod tests {
         };
         let err = bad.validate("shin.L").unwrap_err().to_string();
         assert!(err.contains("shin.L") && err.contains("roll"), "{err}");
+    }
+
+    /// A range of more than a full turn (as limits read from a pose far from rest can give)
+    /// holds every angle, but only its own representation of it: angles are taken there, so
+    /// a solver stepping from them never clamps the joint round to a bound.
+    #[test]
+    fn ranges_of_a_full_turn_or_more_hold_every_angle_in_their_own_representation() {
+        let wide = JointLimits {
+            x: AxisLimit::Range {
+                min: -0.2,
+                max: 7.6,
+            },
+            ..JointLimits::FREE
+        };
+        // Principal angle -3.13: outside the numbers, its twin 3.153 inside.
+        let q = Quat::from_rotation_x(-3.13);
+        let within = wide.angles_within(q)[0];
+        assert!(
+            (within - (-3.13 + std::f32::consts::TAU)).abs() < 1e-4,
+            "{within}"
+        );
+        assert!(wide.contains(q, 0.0));
+        assert!(wide.clamp_rotation(q).abs_diff_eq(q, 1e-6));
+        assert_eq!(wide.clamp_axis(0, within + 0.1), within + 0.1);
     }
 
     #[test]
