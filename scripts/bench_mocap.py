@@ -95,6 +95,8 @@ STEP_SECONDS = 1.0 / 30.0
 QUICK_CLIP, QUICK_FRAMES = "cmu_102_01_max", 4
 #: The solve's own time in the add-on's status line ("... posed in 0.88 ms").
 SOLVE_TIME = re.compile(r"posed in ([0-9.]+) ms")
+#: Issue 15's speed goal: full-body TENSION per frame on a skeleton of about 30 bones.
+TENSION_FRAME_GOAL_SECONDS = 2e-3
 
 
 @dataclass(frozen=True)
@@ -618,6 +620,32 @@ def goals(results: Results, configs: list[Config], default_solver: str) -> list[
     return lines
 
 
+def speed_goal(results: Results, configs: list[Config], bone_counts: dict[str, int]) -> list[str]:
+    """Issue 15's speed goal: full-body TENSION (every TENSION row) at most 2 ms per frame on
+    the skeleton nearest 30 bones (`bone_counts`: clip -> bones), `tendon.solve` end to end;
+    the solve alone in brackets."""
+    if not bone_counts:
+        return []
+    name = min(bone_counts, key=lambda clip: abs(bone_counts[clip] - 30))
+    parts, met = [], True
+    for config in (c for c in configs if c.solver == "TENSION"):
+        for start in STARTS:
+            measures = results.runs.get((name, config.label, "full body", start))
+            if not measures or not measures.seconds:
+                continue
+            whole = statistics.median(measures.seconds)
+            alone = statistics.median(measures.solve_seconds) if measures.solve_seconds else math.nan
+            met &= whole <= TENSION_FRAME_GOAL_SECONDS
+            parts.append(f"{config.label} {start} {whole * 1e3:.2f} ms ({alone * 1e3:.2f} ms)")
+    if not parts:
+        return []
+    return [
+        f"- full-body TENSION at most {TENSION_FRAME_GOAL_SECONDS * 1e3:g} ms per frame on a "
+        f"{bone_counts[name]}-bone skeleton ({name}), `tendon.solve` end to end (the solve alone), "
+        f"medians: {'met' if met else 'missed'} ({'; '.join(parts)})"
+    ]
+
+
 def main() -> None:
     zip_path = sys.argv[1]
     quick = "--quick" in sys.argv
@@ -627,11 +655,13 @@ def main() -> None:
         names = [QUICK_CLIP]
     results = Results()
     clips: list[Clip] = []
+    bone_counts: dict[str, int] = {}
     used: list[Config] = []
     started = time.perf_counter()
     for name in names:
         clip = load_clip(name, quick)
         clips.append(clip)
+        bone_counts[name] = len(clip.obj.data.bones)
         rig = Rig(clip.obj)
         limited = False
         # Human limits stay on the armature once set: every configuration without them first.
@@ -670,6 +700,7 @@ def main() -> None:
         "",
         *tables(results, used),
         *goals(results, used, default_solver),
+        *speed_goal(results, used, bone_counts),
     ]
     if quick:
         lines.append("(--quick: one clip, a few frames; numbers not comparable with the full run.)")
