@@ -100,10 +100,8 @@ struct Scratch {
     image: Vec<f64>,
     /// The normal equations `(J J^T + damping^2 I) y = e` of the unheld degrees of freedom.
     normal: DampedSystem,
-    /// Per degree of freedom, the rows of the goals it moves (`rows_of`): the only rows
-    /// of its column that can be non-zero.
-    dof_rows: Vec<usize>,
-    dof_rows_at: Vec<usize>,
+    /// The non-zero rows of the column being accumulated.
+    nonzero: Vec<usize>,
     saved: Vec<Quat>,
     saved_euler: Vec<[f32; 3]>,
 }
@@ -138,20 +136,6 @@ impl Scratch {
             .map(|g| if has_rotation(&g.goal) { 6 } else { 3 })
             .sum();
         let (m, n) = (self.rows, self.dofs.len());
-        self.dof_rows.clear();
-        self.dof_rows_at.clear();
-        self.dof_rows_at.push(0);
-        for dof in &self.dofs {
-            let mut row = 0;
-            for (g, prepared) in ws.goals.iter().enumerate() {
-                let size = if has_rotation(&prepared.goal) { 6 } else { 3 };
-                if moves_goal(ws, rig, dof.bone, g) {
-                    self.dof_rows.extend(row..row + size);
-                }
-                row += size;
-            }
-            self.dof_rows_at.push(self.dof_rows.len());
-        }
         self.jac.resize(m * n, 0.0);
         self.error.resize(m, 0.0);
         self.image.resize(m, 0.0);
@@ -197,9 +181,14 @@ impl Scratch {
                 self.error[row + 3..row + 6].copy_from_slice(&r.to_array());
                 s
             });
-            // A goal's chain length limits which joints it may recruit, not what moves it.
+            // Every degree of freedom above the effector moves it, including those another
+            // goal recruits (a head goal turning the chest carries the arms): a goal's chain
+            // length limits which joints it may recruit, not what moves it. With exclusive
+            // chains a goal drives its own joints only; the others carry it between steps.
             for (d, (&axis, dof)) in self.axes.iter().zip(&self.dofs).enumerate() {
-                if !moves_goal(ws, rig, dof.bone, g) {
+                if !rig.subtree(dof.bone).contains(&goal.bone)
+                    || (ws.exclusive && !ws.joints(g).contains(&dof.bone))
+                {
                     continue;
                 }
                 let column = &mut self.jac[d * m..(d + 1) * m];
@@ -261,13 +250,14 @@ impl Scratch {
                 }
                 continue;
             }
-            // A joint moves only the goals below it: visit their rows alone (on a body with
-            // several limbs most of each column is zero).
+            // A joint moves only the goals below it: visit its non-zero rows alone (on a
+            // body with several limbs most of each column is zero).
             let column = &self.jac[d * m..(d + 1) * m];
-            let rows = &self.dof_rows[self.dof_rows_at[d]..self.dof_rows_at[d + 1]];
-            for &c in rows {
+            self.nonzero.clear();
+            self.nonzero.extend((0..m).filter(|&r| column[r] != 0.0));
+            for &c in &self.nonzero {
                 let jc = column[c];
-                for &r in rows {
+                for &r in &self.nonzero {
                     self.normal.add(r, c, column[r] * jc);
                 }
             }
@@ -275,12 +265,14 @@ impl Scratch {
         if !self.normal.solve(damping * damping) {
             return false;
         }
-        let solution = self.normal.solution();
         for d in 0..self.dofs.len() {
             if self.held[d].is_none() {
-                let column = &self.jac[d * m..(d + 1) * m];
-                let rows = &self.dof_rows[self.dof_rows_at[d]..self.dof_rows_at[d + 1]];
-                self.step[d] = rows.iter().map(|&r| column[r] * solution[r]).sum();
+                self.step[d] = self
+                    .column(d)
+                    .iter()
+                    .zip(self.normal.solution())
+                    .map(|(j, y)| j * y)
+                    .sum();
             }
         }
         true
@@ -396,15 +388,6 @@ impl Scratch {
 
 fn has_rotation(goal: &Goal) -> bool {
     goal.rotation.is_some() && goal.rotation_weight > 0.0
-}
-
-/// Whether turning `bone` moves goal `g`'s effector in the step: every degree of freedom
-/// above the effector does, including those another goal recruits (a head goal turning the
-/// chest carries the arms), except with exclusive chains, where a goal drives its own
-/// joints only and the others carry it between steps.
-fn moves_goal(ws: &Workspace, rig: &Rig, bone: usize, g: usize) -> bool {
-    let below = rig.subtree(bone).contains(&ws.goals[g].goal.bone);
-    below && (!ws.exclusive || ws.joints(g).contains(&bone))
 }
 
 /// Damped least squares (Levenberg-Marquardt when adaptive), solved by a Cholesky

@@ -38,12 +38,14 @@ impl Workspace {
                 false => limits.angles_within(self.pose.rotations[i]),
             });
         }
-        // Forward kinematics of the bones the goals hang from, all that preparing and
-        // solving read (the goals' validation first: a bad bone index fails here).
+        // The goals validated first (a bad bone index fails here), then forward kinematics
+        // of the bones they hang from: all that preparing and solving read.
+        self.valid_goals.clear();
         self.goal_paths.clear();
         for (index, goal) in goals.iter().enumerate() {
             let goal = validate_goal(rig, index, goal)?;
             if goal.weight > 0.0 {
+                self.valid_goals.push((index, goal));
                 let mut bone = Some(goal.bone);
                 while let Some(i) = bone {
                     self.goal_paths.push(i);
@@ -58,12 +60,10 @@ impl Workspace {
 
         self.goals.clear();
         self.goal_joints.clear();
-        for (index, goal) in goals.iter().enumerate() {
-            let goal = validate_goal(rig, index, goal)?;
-            if goal.weight > 0.0 {
-                let prepared = self.prepare_goal(rig, goal, params);
-                self.goals.push(PreparedGoal { index, ..prepared });
-            }
+        for k in 0..self.valid_goals.len() {
+            let (index, goal) = self.valid_goals[k];
+            let prepared = self.prepare_goal(rig, goal, params);
+            self.goals.push(PreparedGoal { index, ..prepared });
         }
         // Effectors in depth-first order, as the guide advises: earlier chains (the spine)
         // settle before the limbs hanging from them.

@@ -100,6 +100,8 @@ pub(crate) struct Workspace {
     claimed: Vec<bool>,
     /// Scratch for `refresh_path`.
     path: Vec<usize>,
+    /// The goals given, validated, with weight (their index among those given).
+    valid_goals: Vec<(usize, Goal)>,
     /// The goals' bones and their ancestors, depth-first: the bones whose frames
     /// [`Workspace::forward_kinematics`] keeps current.
     pub goal_paths: Vec<usize>,
@@ -133,6 +135,7 @@ impl Default for Workspace {
             start_translations: Vec::new(),
             claimed: Vec::new(),
             path: Vec::new(),
+            valid_goals: Vec::new(),
             goal_paths: Vec::new(),
             moving: Vec::new(),
             exclusive_pose: Pose::rest(0),
