@@ -141,6 +141,7 @@ def write(settings: Any, joint: dict[str, Any]) -> None:
     """One joint's limits (the native JSON form) into a pose bone's Tendon settings."""
     settings.euler_order = joint["order"]
     settings.limit_roll = joint.get("roll", 0.0)
+    settings.limit_neutral = joint.get("neutral", (1.0, 0.0, 0.0, 0.0))
     for axis in "xyz":
         limit = joint[axis]
         setattr(settings, f"lock_{axis}", limit["mode"] == "locked")
@@ -159,7 +160,7 @@ def write(settings: Any, joint: dict[str, Any]) -> None:
 
 def reset(settings: Any) -> None:
     """A pose bone's Tendon limits back to their defaults (no limits, default tension)."""
-    for name in ("euler_order", "limit_roll"):
+    for name in ("euler_order", "limit_roll", "limit_neutral"):
         settings.property_unset(name)
     for axis in "xyz":
         for name in ("lock", "use_limit", "min", "max"):

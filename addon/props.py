@@ -289,6 +289,16 @@ class TendonBoneLimits(PropertyGroup):
         "(Human Limits sets it from the bone's geometry, so the rig's bone roll does not matter)",
         update=limits_changed,
     )
+    limit_neutral: FloatVectorProperty(
+        name="Neutral",
+        size=4,
+        subtype="QUATERNION",
+        default=(1.0, 0.0, 0.0, 0.0),
+        description="The rotation from rest (in the limit axes) the limits are measured from: "
+        "Human Limits sets a standing pose here when the rest is not one (a T-pose or stranger), "
+        "so the ranges are the body's own numbers",
+        update=limits_changed,
+    )
     # Scale limits are read at each solve (not part of the native rig): no update callback.
     use_scale_limit: BoolProperty(name="Limit Scale", description="Limit the scale scale targets give this bone")
     scale_min: FloatVectorProperty(name="Min Scale", size=3, default=(0.5, 0.5, 0.5), min=1e-3, soft_max=10.0)

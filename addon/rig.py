@@ -20,6 +20,7 @@ chain bone, or shows as "not reached" in the pose Blender evaluates.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -146,6 +147,12 @@ def limits_json(obj: bpy.types.Object, with_tension: bool) -> str | None:
             limits[pose_bone.name] = {"order": settings.euler_order, **axes}
             if settings.limit_roll:
                 limits[pose_bone.name]["roll"] = settings.limit_roll
+            neutral = list(settings.limit_neutral)
+            if neutral != [1.0, 0.0, 0.0, 0.0]:
+                # Typed in one field at a time, a quaternion is rarely unit: normalise as
+                # Blender does for rotations (a zero one is left for the library to name).
+                length = math.sqrt(sum(v * v for v in neutral))
+                limits[pose_bone.name]["neutral"] = [v / length for v in neutral] if length > 1e-6 else neutral
     return json.dumps(limits, sort_keys=True) if limits else None
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import real_rigs
 import rigs
-from mathutils import Matrix, Vector
+from mathutils import Matrix, Quaternion, Vector
 
 #: Share of the clip's frames x joints that must lie inside the limits (the actor's motion).
 INSIDE = 0.95
@@ -45,21 +45,28 @@ def held(obj: bpy.types.Object) -> list[str]:
     return [item.bone for item in obj.tendon.human_roles if item.held]
 
 
+def neutral(pose_bone: bpy.types.PoseBone) -> Matrix:
+    """The written neutral (the rotation the limits measure from, in the limit axes)."""
+    return Quaternion(pose_bone.tendon.limit_neutral).normalized().to_matrix()
+
+
 def limit_frame(obj: bpy.types.Object, bone: str, posed: bool) -> Matrix:
     """The limit axes in world space: the bone's (rest or evaluated pose) turned about its
-    own Y by the written Axis Roll."""
+    own Y by the written Axis Roll, and at rest on by the neutral (as the axes stand when
+    the joint's angles are zero); as posed, the angles' own turn is in the bone already."""
     pose_bone = obj.pose.bones[bone]
     matrix = pose_bone.matrix if posed else obj.data.bones[bone].matrix_local
-    return (obj.matrix_world @ matrix).to_3x3().normalized() @ Matrix.Rotation(pose_bone.tendon.limit_roll, 3, "Y")
+    frame = (obj.matrix_world @ matrix).to_3x3().normalized() @ Matrix.Rotation(pose_bone.tendon.limit_roll, 3, "Y")
+    return frame if posed else frame @ neutral(pose_bone)
 
 
 def euler_in_limits(pose_bone: bpy.types.PoseBone) -> tuple[bool, list[bool]]:
     """Whether the bone's rotation from rest (matrix_basis) lies within its Tendon limits:
-    Euler angles of R^-1 q R (R the Axis Roll about Y) in the limits' order, either of the
-    two Euler representations, angles compared modulo a full turn."""
+    Euler angles of N^-1 R^-1 q R (R the Axis Roll about Y, N the neutral) in the limits'
+    order, either of the two Euler representations, angles compared modulo a full turn."""
     limits = pose_bone.tendon
     roll = Matrix.Rotation(limits.limit_roll, 3, "Y")
-    rotation = roll.transposed() @ pose_bone.matrix_basis.to_3x3().normalized() @ roll
+    rotation = neutral(pose_bone).transposed() @ roll.transposed() @ pose_bone.matrix_basis.to_3x3().normalized() @ roll
     euler = rotation.to_euler(limits.euler_order)
     first = [euler.x, euler.y, euler.z]
     axes = ["XYZ".index(letter) for letter in limits.euler_order]
@@ -94,12 +101,12 @@ def world_point(obj: bpy.types.Object, bone: str, tail: bool = True) -> Vector:
 
 
 def flex(obj: bpy.types.Object, bone: str, angle: float) -> None:
-    """Adds `angle` to the joint's X angle about its limit axes: q' = R Rx(angle) R^-1 q, the
-    outermost axis of the limits' order (YZX for hinges)."""
+    """Adds `angle` to the joint's X angle about its limit axes: q' = R N Rx(angle) N^-1 R^-1 q,
+    the outermost axis of the limits' order (YZX for hinges), N the neutral."""
     pose_bone = obj.pose.bones[bone]
     assert pose_bone.tendon.euler_order == "YZX"
-    roll = Matrix.Rotation(pose_bone.tendon.limit_roll, 4, "Y")
-    pose_bone.matrix_basis = roll @ Matrix.Rotation(angle, 4, "X") @ roll.inverted() @ pose_bone.matrix_basis
+    axes = Matrix.Rotation(pose_bone.tendon.limit_roll, 4, "Y") @ neutral(pose_bone).to_4x4()
+    pose_bone.matrix_basis = axes @ Matrix.Rotation(angle, 4, "X") @ axes.inverted() @ pose_bone.matrix_basis
 
 
 def check_flexion(

@@ -644,9 +644,10 @@ def flexed_tail(
     rest: np.ndarray, heads: np.ndarray, tails: np.ndarray, bone: int, limit: dict, angle: float
 ) -> np.ndarray:
     """Where a bone's tail goes when its joint turns `angle` about the limit frame's X (the
-    bone's X turned about its Y by the roll): the rotation R Rx R^-1 in the bone's frame."""
+    bone's X turned about its Y by the roll) from the neutral: the rotation R N Rx R^-1 in
+    the bone's frame."""
     r = rotation(np.array([0.0, 1.0, 0.0]), limit["roll"])
-    q = r @ rotation(np.array([1.0, 0.0, 0.0]), angle) @ r.T
+    q = r @ neutral_matrix(limit) @ rotation(np.array([1.0, 0.0, 0.0]), angle) @ r.T
     world = rest[bone, :3, :3] @ q @ rest[bone, :3, :3].T
     return heads[bone] + world @ (tails[bone] - heads[bone])
 
@@ -682,18 +683,60 @@ def test_hinges_flex_the_human_way_whatever_the_bone_roll(pose: str, roll_seed: 
             )
 
 
-def test_t_pose_shoulder_range_is_shifted_by_the_rest_abduction() -> None:
-    """A T-pose's arm is abducted 90 degrees: its limits relative to rest run from 120
-    degrees down (30 across the body past hanging) to 90 up, abduction outermost."""
-    names, _, _, _, _, found, limits = limits_for("Mixamo / HumanIK", pose="T")
-    left = limits[found.roles["upper_arm.L"]]
-    right = limits[found.roles["upper_arm.R"]]
-    assert left["order"] == "YXZ"
-    assert (math.degrees(left["z"]["min"]), math.degrees(left["z"]["max"])) == pytest.approx((-120.0, 90.0), abs=0.5)
-    assert (math.degrees(right["z"]["min"]), math.degrees(right["z"]["max"])) == pytest.approx((-90.0, 120.0), abs=0.5)
-    names, _, _, _, _, found, limits = limits_for("Mixamo / HumanIK", pose="A")
-    left = limits[found.roles["upper_arm.L"]]
-    assert (math.degrees(left["z"]["min"]), math.degrees(left["z"]["max"])) == pytest.approx((-75.0, 135.0), abs=0.5)
+def neutral_matrix(limit: dict) -> np.ndarray:
+    """The limit's neutral ([w, x, y, z], rest when absent) as a rotation matrix, written
+    out here rather than taken from the module."""
+    w, x, y, z = limit.get("neutral", (1.0, 0.0, 0.0, 0.0))
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+
+
+@pytest.mark.parametrize(("pose", "abduction"), [("T", 90.0), ("A", 45.0)])
+def test_a_raised_rest_arm_keeps_the_human_range_from_a_hanging_neutral(pose: str, abduction: float) -> None:
+    """A T-pose's arm is abducted 90 degrees (an A-pose's 45): the limits are the body's
+    own numbers, abduction outermost from -30 (across the body) to 180, measured from a
+    neutral that hangs the arm: a turn of exactly the rest's abduction about the limit
+    frame's Z, down for the left arm and the right alike."""
+    names, _, _, _, _, found, limits = limits_for("Mixamo / HumanIK", pose=pose)
+    for side, sign in (("L", -1.0), ("R", 1.0)):
+        limit = limits[found.roles[f"upper_arm.{side}"]]
+        assert limit["order"] == "YXZ"
+        low, high = (-30.0, 180.0) if side == "L" else (-180.0, 30.0)
+        assert (math.degrees(limit["z"]["min"]), math.degrees(limit["z"]["max"])) == pytest.approx(
+            (low, high), abs=1e-6
+        )
+        expected = rotation(np.array([0.0, 0.0, 1.0]), sign * math.radians(abduction))
+        np.testing.assert_allclose(neutral_matrix(limit), expected, atol=2e-3)
+
+
+def test_a_rest_with_limbs_pointing_up_keeps_every_range_within_a_turn() -> None:
+    """Motion capture whose rest has every bone pointing up (Character Creator's export):
+    the neutral hangs the legs and arms, so every range is the body's own, far short of a
+    full turn (it came out past a full turn when carried into the rest's frame, which left
+    the thigh free)."""
+    names_by_role, spine, neck, extras = CONVENTIONS["Character Creator"]
+    names, parents, heads, tails = arrays(humanoid_rows(names_by_role, spine, neck, pose="T", extras=extras))
+    # Every bone pointing up from its head, as the CC skeletons in the mocap clips rest.
+    tails = heads + np.array([0.0, 0.0, 1.0]) * np.linalg.norm(tails - heads, axis=1)[:, None]
+    rest = rest_matrices(heads, tails, None)
+    found = humanoid.recognize(names, parents, heads, tails, rest)
+    limits = humanoid.human_limits(found, names, heads, tails, rest)
+    thigh = limits[found.roles["thigh.L"]]
+    assert (math.degrees(thigh["x"]["min"]), math.degrees(thigh["x"]["max"])) == pytest.approx((-30.0, 120.0))
+    for name, limit in limits.items():
+        for axis in "xyz":
+            if limit[axis]["mode"] == "range":
+                assert limit[axis]["max"] - limit[axis]["min"] <= math.radians(210.0 + 1e-6), (name, axis)
+    # The thigh's neutral hangs it: its Y axis (along the bone) points down there.
+    r = rotation(np.array([0.0, 1.0, 0.0]), thigh["roll"])
+    bone = names.index(found.roles["thigh.L"])
+    down = rest[bone, :3, :3] @ r @ neutral_matrix(thigh) @ r.T @ np.array([0.0, 1.0, 0.0])
+    assert down[2] < -0.99, down
 
 
 def test_spine_segments_share_the_bend() -> None:

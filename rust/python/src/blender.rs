@@ -220,7 +220,7 @@ pub(crate) fn euler_orders() -> Vec<String> {
 }
 
 /// The limits of a joint nobody limited, as a dict shaped like one bone's entry in the
-/// limits JSON: Euler order, free axes, tension per axis and side, roll.
+/// limits JSON: Euler order, free axes, tension per axis and side, roll, neutral.
 #[pyfunction]
 pub(crate) fn default_limits(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     let text = serde_json::to_string(&JointLimits::default()).expect("limits serialise");

@@ -3,7 +3,9 @@
 //! A joint's rotation relative to rest is decomposed into Euler angles in the joint's
 //! order; each axis is free, locked at zero, or limited to an inclusive range. The axes are
 //! the bone's own, optionally turned about the bone (its Y axis) by `roll`, so a hinge can
-//! be limited about its true axis whatever roll the rig's bones have.
+//! be limited about its true axis whatever roll the rig's bones have. The angles may be
+//! measured from a `neutral` rotation instead of rest (an anatomical standing pose on a rig
+//! whose rest is a T-pose or stranger), so the ranges stay the body's own numbers.
 
 use crate::error::{Result, TendonError};
 use crate::math::{wrap_angle, EulerOrder};
@@ -161,8 +163,27 @@ pub struct JointLimits {
     /// Tension per axis `[x, y, z]`, for the tension minimiser.
     pub tension: [AxisTension; 3],
     /// Turn (radians) about the bone's Y axis from the bone's axes to the limit axes: the
-    /// Euler angles are those of `R^-1 q R`, `R` this turn about Y, `q` the rotation.
+    /// Euler angles are those of `N^-1 R^-1 q R`, `R` this turn about Y, `q` the rotation.
     pub roll: f32,
+    /// The rotation (relative to rest, in the limit axes) the Euler angles are measured
+    /// from: `N` above. Identity measures from rest. In JSON `[w, x, y, z]`.
+    #[serde(with = "quat_wxyz")]
+    pub neutral: Quat,
+}
+
+/// Quaternions as `[w, x, y, z]` in JSON, Blender's order (glam's own is `[x, y, z, w]`).
+mod quat_wxyz {
+    use glam::Quat;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(q: &Quat, serializer: S) -> Result<S::Ok, S::Error> {
+        [q.w, q.x, q.y, q.z].serialize(serializer)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Quat, D::Error> {
+        let [w, x, y, z] = <[f32; 4]>::deserialize(deserializer)?;
+        Ok(Quat::from_xyzw(x, y, z, w))
+    }
 }
 
 impl JointLimits {
@@ -183,6 +204,7 @@ impl JointLimits {
             },
         }; 3],
         roll: 0.0,
+        neutral: Quat::IDENTITY,
     };
 
     /// The limits of axes `[x, y, z]`.
@@ -221,7 +243,25 @@ impl JointLimits {
     /// from a reference that moves along, as when each frame starts from the previous
     /// answer, they made one way cheaper than the way back and joints ratcheted away.
     pub fn tension_from(&self, angles: [f32; 3], turn: [f32; 3], reference: [f32; 3]) -> f32 {
+        self.tension_turned(angles, turn, Some(reference))
+    }
+
+    /// The tension of Euler angles `[x, y, z]` measured from rest, whatever the neutral the
+    /// angles are measured from: [`JointLimits::tension_of`] when that is rest, else the
+    /// turn from rest as in [`JointLimits::tension_from`] with the wall at the angles.
+    pub fn tension_from_rest(&self, angles: [f32; 3]) -> f32 {
+        if self.neutral == Quat::IDENTITY {
+            return self.tension_of(angles);
+        }
+        let turn = self.turn_angles(self.rotation_of(angles));
+        self.tension_turned(angles, turn, None)
+    }
+
+    /// [`JointLimits::tension_from`], the wall at `reference` taken off when given (at rest,
+    /// far outside a neutral's range, it would swamp the rest in f32).
+    fn tension_turned(&self, angles: [f32; 3], turn: [f32; 3], reference: Option<[f32; 3]>) -> f32 {
         let mut total = 0.0;
+        let reference = reference.unwrap_or([f32::NAN; 3]);
         for (((a, d), r), (limit, tension)) in angles
             .iter()
             .zip(turn)
@@ -239,7 +279,8 @@ impl JointLimits {
             let rigidity = 0.5 * (tension.negative.rigidity + tension.positive.rigidity);
             let y = d.abs() / scale;
             // Less the wall's share at the reference itself, so the reference costs nothing.
-            total += rigidity * y * y.sqrt().sqrt() + wall_at(*a) - wall_at(r);
+            let wall_at_reference = if r.is_nan() { 0.0 } else { wall_at(r) };
+            total += rigidity * y * y.sqrt().sqrt() + wall_at(*a) - wall_at_reference;
         }
         total
     }
@@ -252,6 +293,17 @@ impl JointLimits {
                 bone: bone.to_owned(),
                 axis: 'y',
                 reason: format!("the limit axes' roll must be finite, not {}", self.roll),
+            });
+        }
+        let n = self.neutral;
+        if !(n.is_finite() && (n.length() - 1.0).abs() < 1e-3) {
+            return Err(TendonError::InvalidLimit {
+                bone: bone.to_owned(),
+                axis: 'y',
+                reason: format!(
+                    "the neutral rotation must be a unit quaternion [w, x, y, z], not [{}, {}, {}, {}]",
+                    n.w, n.x, n.y, n.z
+                ),
             });
         }
         for (axis, tension) in ['x', 'y', 'z'].into_iter().zip(&self.tension) {
@@ -310,29 +362,47 @@ impl JointLimits {
         }
     }
 
+    /// Whether the limit axes are the bone's own and angles measure from rest (the fast path).
+    fn plain(&self) -> bool {
+        self.roll == 0.0 && self.neutral == Quat::IDENTITY
+    }
+
     /// The turn from the bone's axes to the limit axes (identity without `roll`).
     fn frame(&self) -> Quat {
         Quat::from_rotation_y(self.roll)
     }
 
-    /// `rotation` (in the bone's axes) in the limit axes.
+    /// `rotation` (in the bone's axes) as the Euler angles' rotation: in the limit axes,
+    /// from the neutral.
     fn in_limit_axes(&self, rotation: Quat) -> Quat {
-        if self.roll == 0.0 {
+        if self.plain() {
             return rotation;
         }
         let frame = self.frame();
-        frame.conjugate() * rotation * frame
+        self.neutral.conjugate() * frame.conjugate() * rotation * frame
     }
 
     /// The rotation (relative to rest, in the bone's axes) of Euler angles `[x, y, z]`
-    /// about the limit axes.
+    /// about the limit axes, from the neutral.
     pub fn rotation_of(&self, angles: [f32; 3]) -> Quat {
         let rotation = self.order.to_quat(angles);
-        if self.roll == 0.0 {
+        if self.plain() {
             return rotation;
         }
         let frame = self.frame();
-        frame * rotation * frame.conjugate()
+        frame * self.neutral * rotation * frame.conjugate()
+    }
+
+    /// The Euler angles (in this joint's order, about the limit axes as they stand at the
+    /// neutral) of `turn`, a rotation in the bone's axes between two poses of the joint
+    /// (not from rest): zero for no turn, whatever the neutral.
+    pub fn turn_angles(&self, turn: Quat) -> [f32; 3] {
+        if self.plain() {
+            return self.order.from_quat_near(turn, [0.0; 3]);
+        }
+        let axes = self.frame() * self.neutral;
+        self.order
+            .from_quat_near(axes.conjugate() * turn * axes, [0.0; 3])
     }
 
     /// Decomposes `rotation` (relative to rest) into Euler angles about the limit axes.
@@ -377,11 +447,11 @@ impl JointLimits {
     /// [`EulerOrder::rate_axes`], in the bone's axes).
     pub fn rate_axes(&self, angles: [f32; 3]) -> [Vec3; 3] {
         let axes = self.order.rate_axes(angles);
-        if self.roll == 0.0 {
+        if self.plain() {
             return axes;
         }
-        let frame = self.frame();
-        axes.map(|axis| frame * axis)
+        let turn = self.frame() * self.neutral;
+        axes.map(|axis| turn * axis)
     }
 
     /// The nearest rotation inside the limits. Of the two Euler representations of the
@@ -511,6 +581,81 @@ mod tests {
         };
         let err = bad.validate("shin.L").unwrap_err().to_string();
         assert!(err.contains("shin.L") && err.contains("roll"), "{err}");
+    }
+
+    /// Limits measured from a neutral rotation (a standing pose on a rig resting far from
+    /// it): the ranges are the body's numbers about the axes as they stand at the neutral.
+    #[test]
+    fn angles_measure_from_the_neutral_about_its_axes() {
+        let roll = 30f32.to_radians();
+        let neutral = Quat::from_rotation_z(std::f32::consts::PI); // legs down from legs up
+        let k = JointLimits {
+            roll,
+            neutral,
+            ..knee()
+        };
+        let frame = Quat::from_rotation_y(roll);
+        let at_neutral = frame * neutral * frame.conjugate();
+        let e = k.euler_of(at_neutral);
+        assert!(e.iter().all(|a| a.abs() < 1e-5), "{e:?}");
+        // A bend of 1.2 about the hinge as it stands at the neutral is inside, at 1.2.
+        let bent = at_neutral * Quat::from_axis_angle(frame * Vec3::X, 1.2);
+        let e = k.euler_of(bent);
+        assert!((e[0] - 1.2).abs() < 1e-5 && e[1].abs() < 1e-5 && e[2].abs() < 1e-5);
+        assert!(k.contains(bent, 1e-4));
+        assert!(angle_between(k.rotation_of(e), bent) < 1e-5);
+        // Rest itself is half a turn from the neutral: outside, and clamped to the neutral.
+        assert!(!k.contains(Quat::IDENTITY, 1e-3));
+        assert!(angle_between(k.clamp_rotation(Quat::IDENTITY), at_neutral) < 1e-4);
+        // Turns between poses do not see the neutral.
+        assert!(k.turn_angles(Quat::IDENTITY).iter().all(|a| a.abs() < 1e-6));
+        // Rate axes stay the derivatives of rotation_of.
+        let free = JointLimits {
+            roll,
+            neutral: Quat::from_euler(glam::EulerRot::XYZ, 0.4, -1.1, 2.0),
+            order: EulerOrder::ZXY,
+            ..JointLimits::FREE
+        };
+        let angles = [0.3, -0.2, 0.5];
+        let h = 1e-3;
+        for (axis, rate) in free.rate_axes(angles).into_iter().enumerate() {
+            let mut moved = angles;
+            moved[axis] += h;
+            let turn = free.rotation_of(moved) * free.rotation_of(angles).conjugate();
+            let numeric = turn.to_scaled_axis() / h;
+            assert!(
+                (numeric - rate).length() < 1e-2,
+                "{axis}: {numeric} vs {rate}"
+            );
+        }
+        // Tension from rest: nothing at rest, growing with the turn away from it.
+        let at_rest = k.euler_of(Quat::IDENTITY);
+        let relaxed = JointLimits {
+            x: AxisLimit::Free,
+            ..free
+        };
+        let rest_angles = relaxed.euler_of(Quat::IDENTITY);
+        assert!(relaxed.tension_from_rest(rest_angles).abs() < 1e-5);
+        let turned = relaxed.euler_of(Quat::from_rotation_x(0.5));
+        assert!(relaxed.tension_from_rest(turned) > 0.1);
+        assert!(k.tension_from_rest(at_rest).is_finite());
+    }
+
+    #[test]
+    fn the_neutral_reads_and_writes_as_w_x_y_z_and_must_be_a_unit_quaternion() {
+        let text = r#"{"order": "XYZ", "neutral": [0.0, 0.0, 0.0, 1.0]}"#;
+        let k: JointLimits = serde_json::from_str(text).unwrap();
+        assert!(angle_between(k.neutral, Quat::from_rotation_z(std::f32::consts::PI)) < 1e-6);
+        let back = serde_json::to_value(k).unwrap();
+        assert_eq!(back["neutral"], serde_json::json!([0.0, 0.0, 0.0, 1.0]));
+        let plain: JointLimits = serde_json::from_str(r#"{"order": "XYZ"}"#).unwrap();
+        assert_eq!(plain.neutral, Quat::IDENTITY);
+        let bad = JointLimits {
+            neutral: Quat::from_xyzw(0.0, 0.0, 0.0, 2.0),
+            ..knee()
+        };
+        let err = bad.validate("thigh.L").unwrap_err().to_string();
+        assert!(err.contains("thigh.L") && err.contains("neutral"), "{err}");
     }
 
     /// A range of more than a full turn (as limits read from a pose far from rest can give)

@@ -674,10 +674,10 @@ fn objective(
 fn joint_tension(rig: &Rig, bone: usize, angles: [f32; 3], reference: &Reference) -> f32 {
     let limits = rig.limits(bone);
     match reference {
-        None => limits.tension_of(angles),
+        None => limits.tension_from_rest(angles),
         Some((inverse, reference_angles)) => {
             let turn = *inverse * limits.rotation_of(angles);
-            limits.tension_from(angles, limits.angles_of(turn, [0.0; 3]), *reference_angles)
+            limits.tension_from(angles, limits.turn_angles(turn), *reference_angles)
         }
     }
 }

@@ -23,27 +23,28 @@ else by topology (the hips are where the two legs and the spine part, the chest 
 two arms and the neck part, left and right from the rest positions).
 
 **Limit frames.** Each joint's limits are Euler angles (in the order given) of its rotation
-from rest, about the bone's own axes turned about its Y axis by ``roll`` (the native
-library's ``"roll"`` field): Euler angles of ``R^-1 q R``, R the turn about local Y by roll,
-q the bone's local pose rotation. The roll is chosen from geometry, never from the rig's
-own bone roll: positive X is flexion for every joint (the thigh and upper arm swing forward,
-the knee bends the heel back, the elbow brings the hand forward, the spine, neck and head
-bend forward, the ankle and toes lift the toes (dorsiflexion), the clavicle rises); Y is
-the twist along the bone (positive: internal rotation, pronation, the spine turning to its
-left); Z is the third axis (positive: abduction for a left limb, lateral bending to the
+from a neutral standing pose, about the bone's own axes turned about its Y axis by ``roll``
+(the native library's ``"roll"`` and ``"neutral"`` fields): Euler angles of
+``N^-1 R^-1 q R``, R the turn about local Y by roll, N the neutral's rotation from rest in
+those axes, q the bone's local pose rotation. The roll is chosen from geometry, never from
+the rig's own bone roll: positive X is flexion for every joint (the thigh and upper arm swing
+forward, the knee bends the heel back, the elbow brings the hand forward, the spine, neck
+and head bend forward, the ankle and toes lift the toes (dorsiflexion), the clavicle rises);
+Y is the twist along the bone (positive: internal rotation, pronation, the spine turning to
+its left); Z is the third axis (positive: abduction for a left limb, lateral bending to the
 right for the spine). Right limbs mirror the left: the same X, Y and Z mirrored.
 
 **Rest poses that are not standing.** Anatomical ranges are measured from a neutral
-standing pose (legs and arms hanging, elbows and knees straight, spine as in rest), while
-Tendon limits are measured from rest. Each limb bone's rest direction is compared with its
-neutral one (thigh, shin, upper arm, forearm and hand hang down; the foot points forward
-and down; the toe forward; the clavicle sideways): the rotation between them (the smallest
-swing; a limb pointing straight up is taken as raised sideways) is the rest's own angle,
-and the anatomical range is carried through it into the rest's frame (exactly a shift of
-one Euler angle when the swing is about a limit axis, as for a T-pose's 90 degrees of
-shoulder abduction; otherwise the tightest box covering the carried range, in the Euler
-order that keeps it tightest). A T-pose rest therefore gets shoulder abduction limits of
-about [-120, 90] degrees relative to rest instead of [-30, 180]. When the rest pose says
+standing pose (legs and arms hanging, elbows and knees straight, spine as in rest). Each
+limb bone's rest direction is compared with its neutral one (thigh, shin, upper arm,
+forearm and hand hang down; the foot points forward and down; the toe forward; the
+clavicle sideways): the rotation between them (the smallest swing; a limb pointing
+straight up is taken as raised sideways) is the neutral, and the ranges are the body's own
+numbers from there, whatever the rest: a T-pose's shoulder gets abduction [-30, 180]
+degrees from the hanging arm, a rig resting with every bone pointing up gets a thigh
+flexion of [-30, 120] from the leg hanging down. The shoulder's box is in the order whose
+outermost axis carries most of the turn from rest (abduction outermost for a rest with the
+arms raised sideways). When the rest pose says
 too little (motion capture whose rest has every bone pointing up, so elbows' bend planes
 and the spine's curve are unknown), pass ``pose_matrices``: a pose where the character
 stands (any frame of a walk): directions and bend planes are then read from that pose and
@@ -956,22 +957,6 @@ def column_share(segments: int) -> float:
     return min(1.0, 2.0 / (segments + 1))
 
 
-#: Grid of samples per axis when carrying a range through a rest offset.
-SAMPLES = 13
-
-
-def _box_samples(joint: Joint, mirrored: bool, share: float) -> FloatArray:
-    """Euler angles (radians, [x, y, z]) filling a joint's range on a grid."""
-    ranges = []
-    for axis, (low, high) in zip("xyz", (joint.x, joint.y, joint.z), strict=True):
-        low, high = low * share, high * share
-        if mirrored and axis != "x":
-            low, high = -high, -low
-        ranges.append(np.radians(np.linspace(low, high, SAMPLES)))
-    grid = np.stack(np.meshgrid(*ranges, indexing="ij"), axis=-1).reshape(-1, 3)
-    return grid
-
-
 def _range(joint: Joint, mirrored: bool, share: float) -> list[tuple[float, float]]:
     out = []
     for axis, (low, high) in zip("xyz", (joint.x, joint.y, joint.z), strict=True):
@@ -1057,7 +1042,8 @@ def human_limits(
     pose_for: str = "all",
 ) -> dict[str, dict[str, Any]]:
     """Anatomical limits per recognised bone, in the native library's JSON form (bone name ->
-    ``{"order", "x", "y", "z", "tension", "roll"}``, angles in radians), ready for
+    ``{"order", "x", "y", "z", "tension", "roll", "neutral"}``, angles in radians, the
+    neutral a quaternion ``[w, x, y, z]`` left out when it is rest), ready for
     ``json.dumps`` and ``tendon.Rig.from_arrays(..., limits=...)``. Bones between joints
     (`Humanoid.between`) are held at rest (every axis locked); the hips bone gets none.
 
@@ -1144,7 +1130,7 @@ def human_limits(
         offset = frame_rest.T @ t_parent.T @ t_bone @ frame_rest
         variants = (joint, RAISED_ARM) if base == "upper_arm" else (joint,)
         joint, box = _limit_box(variants, side == "R", share, offset)
-        limits[names[bone]] = _limits_json(joint.order, box, joint, side == "R", roll)
+        limits[names[bone]] = _limits_json(joint.order, box, joint, side == "R", roll, offset)
     for name in humanoid.between:
         bone = index[name]
         if pose_matrices is None:
@@ -1292,17 +1278,6 @@ def _knuckle_line(bone: int, geometry: _Geometry) -> FloatArray | None:
     return _unit(vt[0]) if s[0] > 1e-9 else None
 
 
-def _alternate(angles: FloatArray, order: str) -> FloatArray:
-    """The other Euler angles of the same rotations: first and last plus half a turn, the
-    middle mirrored about a quarter turn."""
-    i, j, k = (_AXIS[letter] for letter in order)
-    out = angles.copy()
-    out[:, i] += math.pi
-    out[:, j] = math.pi - out[:, j]
-    out[:, k] += math.pi
-    return out
-
-
 def _rotation_angle(m: FloatArray) -> float:
     return math.acos(float(np.clip((np.trace(m) - 1.0) / 2.0, -1.0, 1.0)))
 
@@ -1311,49 +1286,54 @@ def _limit_box(
     joints: Sequence[Joint], mirrored: bool, share: float, offset: FloatArray
 ) -> tuple[Joint, list[tuple[float, float]]]:
     """Which of `joints` (the same range as boxes in different Euler orders) to use, and its
-    per-axis ranges, holding the human range carried through the rest's `offset` (the
-    neutral pose's rotation from rest, in the limit frame).
-
-    The offset's turn about the order's outermost axis is exactly a shift of that angle (a
-    T-pose's shoulder abduction, a bent rest knee); the order whose outer axis carries the
-    most of the offset is used. What remains (angle r) is carried by sampling the range on a
-    grid, each sample keeping the representation nearest its human angles so a range past
-    the middle axis's quarter turn stays one piece; near the middle axis's quarter turn
-    (gimbal lock) Euler angles stretch without bound, so an axis whose sampled range grew
-    past the human range widened by r on each side gets that instead."""
-    best: tuple[float, Joint, float, FloatArray] | None = None
+    per-axis ranges (radians, mirrored for a right limb, shared along a column). `offset`
+    is the neutral pose's rotation from rest in the limit frame: the order whose outermost
+    axis carries most of it is used (abduction outermost for an arm raised sideways in
+    rest), since no Euler box holds both a full flexion and a full abduction."""
+    best: tuple[float, Joint] | None = None
     for joint in joints:
         outer = _AXIS[joint.order[2]]
         shift = float(matrices_to_euler(offset[None], joint.order)[0][outer])
         turn = np.zeros(3)
         turn[outer] = -shift
-        remainder = euler_to_matrices(turn[None], joint.order)[0] @ offset
-        left = _rotation_angle(remainder)
+        left = _rotation_angle(euler_to_matrices(turn[None], joint.order)[0] @ offset)
         # A later order must carry at least a degree more to be preferred.
         if best is None or left < best[0] - math.radians(1.0):
-            best = (left, joint, shift, remainder)
+            best = (left, joint)
     assert best is not None
-    left, joint, shift, remainder = best
-    human = _range(joint, mirrored, share)
-    box = list(human)
-    if left > 1e-7:
-        grid = _box_samples(joint, mirrored, share)
-        angles = matrices_to_euler(remainder @ euler_to_matrices(grid, joint.order), joint.order)
-        reps = [angles, _alternate(angles, joint.order)]
-        wrapped = [r - 2 * math.pi * np.round((r - grid) / (2 * math.pi)) for r in reps]
-        far = np.stack([np.abs(w - grid).max(axis=1) for w in wrapped])
-        angles = np.where((far[0] <= far[1])[:, None], wrapped[0], wrapped[1])
-        for a in range(3):
-            low, high = float(angles[:, a].min()), float(angles[:, a].max())
-            cap = (human[a][0] - left, human[a][1] + left)
-            box[a] = (low, high) if high - low <= cap[1] - cap[0] + 1e-9 else cap
-    outer = _AXIS[joint.order[2]]
-    box[outer] = (box[outer][0] + shift, box[outer][1] + shift)
-    return joint, box
+    joint = best[1]
+    return joint, _range(joint, mirrored, share)
+
+
+def _quaternion(m: FloatArray) -> list[float]:
+    """A rotation matrix as a unit quaternion [w, x, y, z] (w >= 0)."""
+    w2, x2, y2, z2 = (
+        1.0 + m[0, 0] + m[1, 1] + m[2, 2],
+        1.0 + m[0, 0] - m[1, 1] - m[2, 2],
+        1.0 - m[0, 0] + m[1, 1] - m[2, 2],
+        1.0 - m[0, 0] - m[1, 1] + m[2, 2],
+    )
+    # From the largest diagonal term, which is far from zero (Shepperd's choice).
+    largest = int(np.argmax([w2, x2, y2, z2]))
+    if largest == 0:
+        w = math.sqrt(w2) / 2
+        q = [w, (m[2, 1] - m[1, 2]) / (4 * w), (m[0, 2] - m[2, 0]) / (4 * w), (m[1, 0] - m[0, 1]) / (4 * w)]
+    elif largest == 1:
+        x = math.sqrt(x2) / 2
+        q = [(m[2, 1] - m[1, 2]) / (4 * x), x, (m[0, 1] + m[1, 0]) / (4 * x), (m[0, 2] + m[2, 0]) / (4 * x)]
+    elif largest == 2:
+        y = math.sqrt(y2) / 2
+        q = [(m[0, 2] - m[2, 0]) / (4 * y), (m[0, 1] + m[1, 0]) / (4 * y), y, (m[1, 2] + m[2, 1]) / (4 * y)]
+    else:
+        z = math.sqrt(z2) / 2
+        q = [(m[1, 0] - m[0, 1]) / (4 * z), (m[0, 2] + m[2, 0]) / (4 * z), (m[1, 2] + m[2, 1]) / (4 * z), z]
+    q = np.asarray(q, dtype=np.float64)
+    q /= np.linalg.norm(q)
+    return [float(v) for v in (q if q[0] >= 0 else -q)]
 
 
 def _limits_json(
-    order: str, box: list[tuple[float, float]], joint: Joint, mirrored: bool, roll: float
+    order: str, box: list[tuple[float, float]], joint: Joint, mirrored: bool, roll: float, neutral: FloatArray
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"order": order}
     tension = []
@@ -1363,16 +1343,14 @@ def _limits_json(
         negative, positive = joint.rigidity[a]
         if mirrored and axis != "x":
             negative, positive = positive, negative
-        if low <= 0.0 <= high:
-            sides = {
-                "negative": {"threshold": max(-low, 0.05), "rigidity": negative},
-                "positive": {"threshold": max(high, 0.05), "rigidity": positive},
-            }
-        else:
-            # Rest lies outside the human range (a rest far from standing): tension measured
-            # from rest would pull towards it, so it gives no preference here.
-            sides = {side: {"threshold": 2 * math.pi, "rigidity": 0.0} for side in ("negative", "positive")}
+        # The ranges hold the neutral (zero): each side's wall at its bound.
+        sides = {
+            "negative": {"threshold": max(-low, 0.05), "rigidity": negative},
+            "positive": {"threshold": max(high, 0.05), "rigidity": positive},
+        }
         tension.append(sides)
     out["tension"] = tension
     out["roll"] = roll
+    if _rotation_angle(neutral) > 1e-6:
+        out["neutral"] = _quaternion(neutral)
     return out
