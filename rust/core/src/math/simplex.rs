@@ -46,6 +46,9 @@ pub struct SimplexReport {
 pub struct Simplex {
     vertices: Vec<f32>,
     values: Vec<f32>,
+    /// Sum of the vertices per coordinate, kept up to date as vertices change (in f64, so
+    /// a thousand updates do not drift), so each centroid costs O(n), not O(n^2).
+    sum: Vec<f64>,
     centroid: Vec<f32>,
     trial: Vec<f32>,
     second: Vec<f32>,
@@ -73,6 +76,7 @@ impl Simplex {
         }
         self.vertices.resize((n + 1) * n, 0.0);
         self.values.resize(n + 1, 0.0);
+        self.sum.resize(n, 0.0);
         self.centroid.resize(n, 0.0);
         self.trial.resize(n, 0.0);
         self.second.resize(n, 0.0);
@@ -138,6 +142,7 @@ impl Simplex {
         evaluations: &mut u32,
     ) -> bool {
         let n = self.centroid.len();
+        self.sum_vertices();
         loop {
             // Order: best, worst, second worst.
             let best = self.best();
@@ -159,11 +164,9 @@ impl Simplex {
                 return false;
             }
             // Centroid of all but the worst.
-            self.centroid.iter_mut().for_each(|c| *c = 0.0);
-            for i in (0..=n).filter(|&i| i != worst) {
-                for k in 0..n {
-                    self.centroid[k] += self.vertices[i * n + k] / n as f32;
-                }
+            for k in 0..n {
+                let others = self.sum[k] - self.vertices[worst * n + k] as f64;
+                self.centroid[k] = (others / n as f64) as f32;
             }
             let worst_value = self.values[worst];
             let reflected = self.probe(f, worst, 1.0, evaluations);
@@ -214,8 +217,22 @@ impl Simplex {
 
     fn accept(&mut self, i: usize, value: f32) {
         let n = self.centroid.len();
-        self.vertices[i * n..(i + 1) * n].copy_from_slice(&self.trial);
+        let vertex = &mut self.vertices[i * n..(i + 1) * n];
+        for ((sum, old), new) in self.sum.iter_mut().zip(vertex.iter()).zip(&self.trial) {
+            *sum += *new as f64 - *old as f64;
+        }
+        vertex.copy_from_slice(&self.trial);
         self.values[i] = value;
+    }
+
+    fn sum_vertices(&mut self) {
+        let n = self.centroid.len();
+        self.sum.iter_mut().for_each(|s| *s = 0.0);
+        for vertex in self.vertices.chunks_exact(n) {
+            for (sum, v) in self.sum.iter_mut().zip(vertex) {
+                *sum += *v as f64;
+            }
+        }
     }
 
     fn shrink(&mut self, f: &mut impl FnMut(&[f32]) -> f32, best: usize, evaluations: &mut u32) {
@@ -228,6 +245,7 @@ impl Simplex {
             self.values[i] = f(&self.vertices[i * n..(i + 1) * n]);
             *evaluations += 1;
         }
+        self.sum_vertices();
     }
 
     fn converged(&self, best: usize, steps: &[f32], params: &SimplexParams) -> bool {

@@ -234,8 +234,9 @@ impl JointLimits {
     }
 
     /// The summed tension of Euler angles `[x, y, z]` (relative to rest) measured from a
-    /// reference pose whose angles are `reference`, where `turn` are the Euler angles of the
-    /// turn from the reference to the joint's rotation (zero at the reference). The wall
+    /// reference pose whose angles are `reference`, where `turn` is the turn from the
+    /// reference to the joint's rotation about each limit axis ([`JointLimits::turn_angles`];
+    /// zero at the reference). The wall
     /// (`a^16`, limited axes only) stays anatomical, at each side's threshold from rest; the soft part
     /// (`a^1.25`) grows with the turn alike both ways, over the mean of the two sides'
     /// thresholds and rigidities. Thresholds and rigidities describe turns from rest (often
@@ -243,25 +244,12 @@ impl JointLimits {
     /// from a reference that moves along, as when each frame starts from the previous
     /// answer, they made one way cheaper than the way back and joints ratcheted away.
     pub fn tension_from(&self, angles: [f32; 3], turn: [f32; 3], reference: [f32; 3]) -> f32 {
-        self.tension_turned(angles, turn, Some(reference))
+        self.tension_turned(angles, turn, reference)
     }
 
-    /// The tension of Euler angles `[x, y, z]` measured from rest, whatever the neutral the
-    /// angles are measured from: [`JointLimits::tension_of`] when that is rest, else the
-    /// turn from rest as in [`JointLimits::tension_from`] with the wall at the angles.
-    pub fn tension_from_rest(&self, angles: [f32; 3]) -> f32 {
-        if self.neutral == Quat::IDENTITY {
-            return self.tension_of(angles);
-        }
-        let turn = self.turn_angles(self.rotation_of(angles));
-        self.tension_turned(angles, turn, None)
-    }
-
-    /// [`JointLimits::tension_from`], the wall at `reference` taken off when given (at rest,
-    /// far outside a neutral's range, it would swamp the rest in f32).
-    fn tension_turned(&self, angles: [f32; 3], turn: [f32; 3], reference: Option<[f32; 3]>) -> f32 {
+    /// [`JointLimits::tension_from`]'s sum.
+    fn tension_turned(&self, angles: [f32; 3], turn: [f32; 3], reference: [f32; 3]) -> f32 {
         let mut total = 0.0;
-        let reference = reference.unwrap_or([f32::NAN; 3]);
         for (((a, d), r), (limit, tension)) in angles
             .iter()
             .zip(turn)
@@ -279,7 +267,9 @@ impl JointLimits {
             let rigidity = 0.5 * (tension.negative.rigidity + tension.positive.rigidity);
             let y = d.abs() / scale;
             // Less the wall's share at the reference itself, so the reference costs nothing.
-            let wall_at_reference = if r.is_nan() { 0.0 } else { wall_at(r) };
+            // A reference past its wall (rest far outside the ranges of a neutral) is not
+            // taken off: its wall, huge, would swamp the rest of the sum in f32.
+            let wall_at_reference = Some(wall_at(r)).filter(|w| *w <= 1.0).unwrap_or(0.0);
             total += rigidity * y * y.sqrt().sqrt() + wall_at(*a) - wall_at_reference;
         }
         total
@@ -393,16 +383,28 @@ impl JointLimits {
         frame * self.neutral * rotation * frame.conjugate()
     }
 
-    /// The Euler angles (in this joint's order, about the limit axes as they stand at the
-    /// neutral) of `turn`, a rotation in the bone's axes between two poses of the joint
-    /// (not from rest): zero for no turn, whatever the neutral.
+    /// How far `turn`, a rotation in the bone's axes between two poses of the joint (not
+    /// from rest), turns about each limit axis as they stand at the neutral: the components
+    /// of its rotation vector (the shorter way round), `[x, y, z]` radians. Zero for no turn,
+    /// whatever the neutral; for small turns the Euler angles of the turn, at the cost of one
+    /// arc tangent (the tension minimiser measures every joint's turn at every evaluation).
     pub fn turn_angles(&self, turn: Quat) -> [f32; 3] {
-        if self.plain() {
-            return self.order.from_quat_near(turn, [0.0; 3]);
-        }
-        let axes = self.frame() * self.neutral;
-        self.order
-            .from_quat_near(axes.conjugate() * turn * axes, [0.0; 3])
+        let local = if self.plain() {
+            turn
+        } else {
+            let axes = self.frame() * self.neutral;
+            axes.conjugate() * turn * axes
+        };
+        let local = if local.w < 0.0 { -local } else { local };
+        let v = Vec3::new(local.x, local.y, local.z);
+        let s = v.length();
+        // 2 atan2(s, w) / s, which tends to 2 as the turn vanishes.
+        let scale = if s < 1e-6 {
+            2.0
+        } else {
+            2.0 * s.atan2(local.w) / s
+        };
+        (v * scale).to_array()
     }
 
     /// Decomposes `rotation` (relative to rest) into Euler angles about the limit axes.
@@ -628,17 +630,19 @@ mod tests {
                 "{axis}: {numeric} vs {rate}"
             );
         }
-        // Tension from rest: nothing at rest, growing with the turn away from it.
+        // Tension from a reference at rest, far past the knee's wall: the soft part still
+        // tells a small turn from a larger one (the wall at the reference, huge, is not
+        // taken off to swamp it).
         let at_rest = k.euler_of(Quat::IDENTITY);
-        let relaxed = JointLimits {
-            x: AxisLimit::Free,
-            ..free
+        let tension_after = |turn: Quat| {
+            let angles = k.euler_of(turn);
+            k.tension_from(angles, k.turn_angles(turn), at_rest)
         };
-        let rest_angles = relaxed.euler_of(Quat::IDENTITY);
-        assert!(relaxed.tension_from_rest(rest_angles).abs() < 1e-5);
-        let turned = relaxed.euler_of(Quat::from_rotation_x(0.5));
-        assert!(relaxed.tension_from_rest(turned) > 0.1);
-        assert!(k.tension_from_rest(at_rest).is_finite());
+        let (small, large) = (
+            tension_after(Quat::from_rotation_z(0.1)),
+            tension_after(Quat::from_rotation_z(0.3)),
+        );
+        assert!(small.is_finite() && large > small, "{small} {large}");
     }
 
     #[test]

@@ -87,7 +87,7 @@ impl Default for TensionParams {
                 max_iterations: 200,
                 ..IterationParams::default()
             },
-            max_evaluations: 800,
+            max_evaluations: 400,
             restarts: 1,
             reach_weight: 1e3,
             start: TensionStart::default(),
@@ -319,17 +319,23 @@ impl Solver for TensionMinimizer {
         self.reference_inverse.clear();
         self.reference_inverse
             .extend(self.joints.iter().map(|&(bone, angles)| {
-                reference
-                    .map(|pose| pose.rotations[bone].normalize())
-                    .filter(|q| !q.abs_diff_eq(Quat::IDENTITY, 1e-7))
-                    .map(|q| (q.conjugate(), rig.limits(bone).angles_of(q, angles)))
+                let q = reference.map_or(Quat::IDENTITY, |pose| pose.rotations[bone].normalize());
+                let limits = rig.limits(bone);
+                // Rest as the reference is `None` (measured as in `JointLimits::tension_of`)
+                // unless the angles measure from a neutral elsewhere.
+                let at_rest =
+                    q.abs_diff_eq(Quat::IDENTITY, 1e-7) && limits.neutral == Quat::IDENTITY;
+                (!at_rest).then(|| (q.conjugate(), limits.angles_of(q, angles)))
             }));
         let at_start = self.ws.report_now(&params.iteration, 0);
-        let relaxed = self
-            .joints
-            .iter()
-            .zip(&self.reference_inverse)
-            .all(|(&(bone, angles), inverse)| joint_tension(rig, bone, angles, inverse) == 0.0);
+        let relaxed =
+            self.joints
+                .iter()
+                .zip(&self.reference_inverse)
+                .all(|(&(bone, angles), inverse)| {
+                    let rotation = rig.limits(bone).rotation_of(angles);
+                    joint_tension(rig, bone, angles, rotation, inverse) == 0.0
+                });
         if at_start.reached && relaxed {
             // Reached with every joint at rest: nothing to minimise.
             return Ok(self.ws.finish(rig, &params.iteration, 0, out));
@@ -658,8 +664,9 @@ fn objective(
         .iter()
         .zip(&references[joint_range])
     {
-        ws.pose.rotations[bone] = rig.limits(bone).rotation_of(angles);
-        tension += joint_tension(rig, bone, angles, inverse) as f64;
+        let rotation = rig.limits(bone).rotation_of(angles);
+        ws.pose.rotations[bone] = rotation;
+        tension += joint_tension(rig, bone, angles, rotation, inverse) as f64;
     }
     for &bone in refresh {
         ws.update_bone(rig, bone);
@@ -671,12 +678,18 @@ fn objective(
 /// The tension of joint `bone` at Euler angles `angles` (relative to rest), measured from
 /// the reference rotation whose inverse is `reference_inverse` (rest when None): the Euler
 /// angles of the turn from the reference to the joint's rotation.
-fn joint_tension(rig: &Rig, bone: usize, angles: [f32; 3], reference: &Reference) -> f32 {
+fn joint_tension(
+    rig: &Rig,
+    bone: usize,
+    angles: [f32; 3],
+    rotation: Quat,
+    reference: &Reference,
+) -> f32 {
     let limits = rig.limits(bone);
     match reference {
-        None => limits.tension_from_rest(angles),
+        None => limits.tension_of(angles),
         Some((inverse, reference_angles)) => {
-            let turn = *inverse * limits.rotation_of(angles);
+            let turn = *inverse * rotation;
             limits.tension_from(angles, limits.turn_angles(turn), *reference_angles)
         }
     }
