@@ -502,6 +502,21 @@ mod tests {
     use super::*;
     use crate::math::angle_between;
 
+    /// The rate axes are the derivatives of `rotation_of`, in the bone's axes.
+    fn assert_rate_axes_are_derivatives(limits: &JointLimits, angles: [f32; 3]) {
+        let h = 1e-3;
+        for (axis, rate) in limits.rate_axes(angles).into_iter().enumerate() {
+            let mut moved = angles;
+            moved[axis] += h;
+            let turn = limits.rotation_of(moved) * limits.rotation_of(angles).conjugate();
+            let numeric = turn.to_scaled_axis() / h;
+            assert!(
+                (numeric - rate).length() < 1e-2,
+                "{axis}: {numeric} vs {rate}"
+            );
+        }
+    }
+
     fn knee() -> JointLimits {
         JointLimits {
             order: EulerOrder::XYZ,
@@ -566,17 +581,7 @@ mod tests {
             order: EulerOrder::ZXY,
             ..JointLimits::FREE
         };
-        let h = 1e-3;
-        for (axis, rate) in free.rate_axes(angles).into_iter().enumerate() {
-            let mut moved = angles;
-            moved[axis] += h;
-            let turn = free.rotation_of(moved) * free.rotation_of(angles).conjugate();
-            let numeric = turn.to_scaled_axis() / h;
-            assert!(
-                (numeric - rate).length() < 1e-2,
-                "{axis}: {numeric} vs {rate}"
-            );
-        }
+        assert_rate_axes_are_derivatives(&free, angles);
         let bad = JointLimits {
             roll: f32::INFINITY,
             ..knee()
@@ -619,17 +624,7 @@ mod tests {
             ..JointLimits::FREE
         };
         let angles = [0.3, -0.2, 0.5];
-        let h = 1e-3;
-        for (axis, rate) in free.rate_axes(angles).into_iter().enumerate() {
-            let mut moved = angles;
-            moved[axis] += h;
-            let turn = free.rotation_of(moved) * free.rotation_of(angles).conjugate();
-            let numeric = turn.to_scaled_axis() / h;
-            assert!(
-                (numeric - rate).length() < 1e-2,
-                "{axis}: {numeric} vs {rate}"
-            );
-        }
+        assert_rate_axes_are_derivatives(&free, angles);
         // Tension from a reference at rest, far past the knee's wall: the soft part still
         // tells a small turn from a larger one (the wall at the reference, huge, is not
         // taken off to swamp it).
