@@ -244,11 +244,6 @@ impl JointLimits {
     /// from a reference that moves along, as when each frame starts from the previous
     /// answer, they made one way cheaper than the way back and joints ratcheted away.
     pub fn tension_from(&self, angles: [f32; 3], turn: [f32; 3], reference: [f32; 3]) -> f32 {
-        self.tension_turned(angles, turn, reference)
-    }
-
-    /// [`JointLimits::tension_from`]'s sum.
-    fn tension_turned(&self, angles: [f32; 3], turn: [f32; 3], reference: [f32; 3]) -> f32 {
         let mut total = 0.0;
         for (((a, d), r), (limit, tension)) in angles
             .iter()
@@ -269,8 +264,13 @@ impl JointLimits {
             // Less the wall's share at the reference itself, so the reference costs nothing.
             // A reference past its wall (rest far outside the ranges of a neutral) is not
             // taken off: its wall, huge, would swamp the rest of the sum in f32.
-            let wall_at_reference = Some(wall_at(r)).filter(|w| *w <= 1.0).unwrap_or(0.0);
-            total += rigidity * y * y.sqrt().sqrt() + wall_at(*a) - wall_at_reference;
+            let wall_at_reference = wall_at(r);
+            let taken_off = if wall_at_reference <= 1.0 {
+                wall_at_reference
+            } else {
+                0.0
+            };
+            total += rigidity * y * y.sqrt().sqrt() + wall_at(*a) - taken_off;
         }
         total
     }

@@ -1129,8 +1129,9 @@ def human_limits(
         # The neutral pose's rotation from rest, in the limit frame.
         offset = frame_rest.T @ t_parent.T @ t_bone @ frame_rest
         variants = (joint, RAISED_ARM) if base == "upper_arm" else (joint,)
-        joint, box = _limit_box(variants, side == "R", share, offset)
-        limits[names[bone]] = _limits_json(joint.order, box, joint, side == "R", roll, offset)
+        joint = _box_order(variants, offset)
+        box = _range(joint, side == "R", share)
+        limits[names[bone]] = _limits_json(box, joint, side == "R", roll, offset)
     for name in humanoid.between:
         bone = index[name]
         if pose_matrices is None:
@@ -1282,13 +1283,10 @@ def _rotation_angle(m: FloatArray) -> float:
     return math.acos(float(np.clip((np.trace(m) - 1.0) / 2.0, -1.0, 1.0)))
 
 
-def _limit_box(
-    joints: Sequence[Joint], mirrored: bool, share: float, offset: FloatArray
-) -> tuple[Joint, list[tuple[float, float]]]:
-    """Which of `joints` (the same range as boxes in different Euler orders) to use, and its
-    per-axis ranges (radians, mirrored for a right limb, shared along a column). `offset`
-    is the neutral pose's rotation from rest in the limit frame: the order whose outermost
-    axis carries most of it is used (abduction outermost for an arm raised sideways in
+def _box_order(joints: Sequence[Joint], offset: FloatArray) -> Joint:
+    """Which of `joints` (the same range as boxes in different Euler orders) to use, given
+    `offset`, the neutral pose's rotation from rest in the limit frame: the order whose
+    outermost axis carries most of it (abduction outermost for an arm raised sideways in
     rest), since no Euler box holds both a full flexion and a full abduction."""
     best: tuple[float, Joint] | None = None
     for joint in joints:
@@ -1301,8 +1299,7 @@ def _limit_box(
         if best is None or left < best[0] - math.radians(1.0):
             best = (left, joint)
     assert best is not None
-    joint = best[1]
-    return joint, _range(joint, mirrored, share)
+    return best[1]
 
 
 def _quaternion(m: FloatArray) -> list[float]:
@@ -1333,9 +1330,9 @@ def _quaternion(m: FloatArray) -> list[float]:
 
 
 def _limits_json(
-    order: str, box: list[tuple[float, float]], joint: Joint, mirrored: bool, roll: float, neutral: FloatArray
+    box: list[tuple[float, float]], joint: Joint, mirrored: bool, roll: float, neutral: FloatArray
 ) -> dict[str, Any]:
-    out: dict[str, Any] = {"order": order}
+    out: dict[str, Any] = {"order": joint.order}
     tension = []
     for a, axis in enumerate("xyz"):
         low, high = box[a]
