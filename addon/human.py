@@ -10,7 +10,7 @@ from typing import Any
 import bpy
 import numpy as np
 
-from . import native
+from . import native, props
 from .native import TendonUserError
 
 #: How roles are listed: the column from the hips up, then each limb from the body out.
@@ -160,14 +160,7 @@ def write(settings: Any, joint: dict[str, Any]) -> None:
 
 def reset(settings: Any) -> None:
     """A pose bone's Tendon limits back to their defaults (no limits, default tension)."""
-    for name in ("euler_order", "limit_roll", "limit_neutral"):
-        settings.property_unset(name)
-    for axis in "xyz":
-        for name in ("lock", "use_limit", "min", "max"):
-            settings.property_unset(f"{name}_{axis}")
-        for side in ("negative", "positive"):
-            settings.property_unset(f"threshold_{side}_{axis}")
-            settings.property_unset(f"rigidity_{side}_{axis}")
+    settings.property_unset(props.LIMIT_STORE)
 
 
 def default(settings: Any, name: str) -> Any:

@@ -116,23 +116,25 @@ def limits_json(obj: bpy.types.Object, with_tension: bool) -> str | None:
     """The pose bones' Tendon limits as the native library's JSON (None when no bone has
     any). Tension settings, which only the tension minimiser reads, only `with_tension`.
     Read once per rig build, not per solve."""
-    default_order = props.EULER_ITEMS[0][0]
+    offsets = props.LIMIT_OFFSETS
     limits: dict[str, dict[str, Any]] = {}
     for pose_bone in obj.pose.bones:
-        settings = pose_bone.tendon
+        values = props.stored_limits(pose_bone.tendon)
+        if values is None:
+            continue
+        value = {name: values[offset] for name, offset in offsets.items()}
         axes: dict[str, Any] = {}
         for axis in "xyz":
-            if getattr(settings, f"lock_{axis}"):
+            if value[f"lock_{axis}"]:
                 axes[axis] = {"mode": "locked"}
-            elif getattr(settings, f"use_limit_{axis}"):
-                low, high = getattr(settings, f"min_{axis}"), getattr(settings, f"max_{axis}")
-                axes[axis] = {"mode": "range", "min": low, "max": high}
+            elif value[f"use_limit_{axis}"]:
+                axes[axis] = {"mode": "range", "min": value[f"min_{axis}"], "max": value[f"max_{axis}"]}
         tension = (
             [
                 {
                     side: {
-                        "threshold": getattr(settings, f"threshold_{side}_{axis}"),
-                        "rigidity": getattr(settings, f"rigidity_{side}_{axis}"),
+                        "threshold": value[f"threshold_{side}_{axis}"],
+                        "rigidity": value[f"rigidity_{side}_{axis}"],
                     }
                     for side in ("negative", "positive")
                 }
@@ -143,11 +145,13 @@ def limits_json(obj: bpy.types.Object, with_tension: bool) -> str | None:
         )
         if tension and not is_default_tension(tension):
             axes["tension"] = tension
-        if axes or settings.euler_order != default_order:
-            limits[pose_bone.name] = {"order": settings.euler_order, **axes}
-            if settings.limit_roll:
-                limits[pose_bone.name]["roll"] = settings.limit_roll
-            neutral = list(settings.limit_neutral)
+        order = props.EULER_ITEMS[int(value["euler_order"])][0]
+        if axes or order != props.EULER_ITEMS[0][0]:
+            limits[pose_bone.name] = {"order": order, **axes}
+            if value["limit_roll"]:
+                limits[pose_bone.name]["roll"] = value["limit_roll"]
+            start = offsets["limit_neutral"]
+            neutral = values[start : start + 4]
             if neutral != [1.0, 0.0, 0.0, 0.0]:
                 # Typed in one field at a time, a quaternion is rarely unit: normalise as
                 # Blender does for rotations (a zero one is left for the library to name).

@@ -38,7 +38,7 @@ def test_register_and_unregister_twice() -> None:
         bpy.ops.preferences.addon_enable(module=MODULE)
         assert hasattr(bpy.types.Object, "tendon")
         assert hasattr(bpy.types, "TENDON_OT_solve")
-        assert len(tendon_handlers()) == 9
+        assert len(tendon_handlers()) == 10
     # Still works after the round trips.
     obj = rigs.chain(3)
     target = rigs.empty("target", rigs.random_pose_tail(obj, "b2", seed=3))
