@@ -304,8 +304,14 @@ fn every_solver_respects_locks_and_euler_limits() {
         }
         println!("{name}: {reached}/30 random targets reached under limits");
     }
-    // Targets made by a pose inside the limits are reachable: DLS reaches them all.
-    let mut dls = JacobianDls::default();
+    // Targets made by a pose inside the limits are reachable: damped least squares reaches
+    // them all, and so do FABRIK and CCD (whose one-bone-at-a-time sweeps, clamped bone by
+    // bone, stall short of some and are finished by damped least squares).
+    let mut solvers: Vec<(&str, Box<dyn Solver>)> = vec![
+        ("JACOBIAN_DLS", Box::new(JacobianDls::default())),
+        ("FABRIK", Box::new(Fabrik::default())),
+        ("CCD", Box::new(Ccd::default())),
+    ];
     for _ in 0..30 {
         let mut pose = Pose::rest(8);
         for i in 0..8 {
@@ -315,10 +321,19 @@ fn every_solver_respects_locks_and_euler_limits() {
             pose.rotations[i] = rig.limits(i).rotation_of(angles);
         }
         let target = tail(&rig, &pose, 7);
-        let (_, report) = dls
-            .solve(&rig, &Pose::rest(8), &[Goal::new(7, target)])
-            .unwrap();
-        assert!(report.reached, "{report:?}");
+        for (name, solver) in &mut solvers {
+            let (solved, report) = solver
+                .solve(&rig, &Pose::rest(8), &[Goal::new(7, target)])
+                .unwrap();
+            assert!(report.reached, "{name}: {report:?}");
+            assert!(tail(&rig, &solved, 7).distance(target) <= report.residual + 1e-5);
+            for i in 0..8 {
+                assert!(
+                    rig.limits(i).contains(solved.rotations[i], 1e-4),
+                    "{name}: bone {i}"
+                );
+            }
+        }
     }
 }
 

@@ -5,8 +5,11 @@
 //! to); a limited joint turns about each unlocked Euler axis in its order, each angle solved
 //! in closed form and clamped by the shared limits. Several effectors below a joint are
 //! served together by a weighted best fit. A straight chain is bent by the shared driver.
+//! A sweep that stalls unreached on limited joints is finished by damped least squares
+//! (`finish.rs`).
 
 use super::driver::{reject, GoalMode, Workspace};
+use super::finish::FinishWithinLimits;
 use super::{IterationParams, SolveReport, Solver};
 use crate::error::Result;
 use crate::goal::Goal;
@@ -44,6 +47,7 @@ pub struct Ccd {
     pub params: CcdParams,
     ws: Workspace,
     scratch: Scratch,
+    finish: FinishWithinLimits,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -188,6 +192,10 @@ impl Solver for Ccd {
             |scratch, ws, rig| scratch.build(ws, rig),
             |scratch, ws, rig| scratch.sweep(ws, rig, params.max_step_angle),
         )?;
-        Ok(self.ws.finish(rig, &params, iterations, out))
+        let report = self.ws.finish(rig, &params, iterations, out);
+        if report.reached || !self.ws.moves_limited_joint(rig) {
+            return Ok(report);
+        }
+        self.finish.apply(rig, start, goals, &params, report, out)
     }
 }

@@ -6,8 +6,11 @@
 //! rotation (one handle) or the best-fitting one (a sub-base with several). Rotations are
 //! applied to the local pose and forward kinematics is rerun, so lengths never drift, the
 //! bone's twist is kept, and limits are applied per iteration through the shared limits.
+//! A sweep that stalls unreached on limited joints is finished by damped least squares
+//! (`finish.rs`).
 
 use super::driver::{GoalMode, Workspace};
+use super::finish::FinishWithinLimits;
 use super::two_bone::place;
 use super::{IterationParams, SolveReport, Solver};
 use crate::error::Result;
@@ -73,6 +76,7 @@ pub struct Fabrik {
     pub params: FabrikParams,
     ws: Workspace,
     scratch: Scratch,
+    finish: FinishWithinLimits,
 }
 
 /// FABRIK's own reusable memory.
@@ -478,6 +482,10 @@ impl Solver for Fabrik {
                 scratch.forward(ws, rig, params.max_step_angle);
             },
         )?;
-        Ok(self.ws.finish(rig, &params, iterations, out))
+        let report = self.ws.finish(rig, &params, iterations, out);
+        if report.reached || !self.ws.moves_limited_joint(rig) {
+            return Ok(report);
+        }
+        self.finish.apply(rig, start, goals, &params, report, out)
     }
 }

@@ -8,6 +8,7 @@
 mod ccd;
 mod driver;
 mod fabrik;
+mod finish;
 mod jacobian;
 mod scale;
 mod spring;

@@ -347,6 +347,13 @@ impl Workspace {
         let (a, b) = self.goals[g].joints;
         &self.goal_joints[a..b]
     }
+
+    /// Whether any goal may turn a joint with limits.
+    pub fn moves_limited_joint(&self, rig: &Rig) -> bool {
+        self.goal_joints
+            .iter()
+            .any(|&bone| !rig.limits(bone).is_free())
+    }
 }
 
 /// The topmost bone a goal on `bone` with `chain_length` may move.
