@@ -341,6 +341,17 @@ def migrate_on_load(_file: str) -> None:
     migrate_limits(bpy.data.objects)
 
 
+def store_property(store: str, name: str, holds: str) -> Any:
+    """One of a bone's stores: a hidden float array of its settings' values."""
+    return FloatVectorProperty(
+        name=name,
+        size=len(STORE_DEFAULTS[store]),
+        default=STORE_DEFAULTS[store],
+        options={"HIDDEN"},
+        description=f"{holds} in one array (read them by their names)",
+    )
+
+
 def axis_properties() -> dict[str, Any]:
     """Per-axis limit and tension settings (x, y, z), built once rather than spelt out."""
     found: dict[str, Any] = {}
@@ -404,20 +415,8 @@ class TendonBoneLimits(PropertyGroup):
     named settings are views of `limit_store` and `scale_store` (see `STORES`); reset a
     bone's limits with ``property_unset("limit_store")``."""
 
-    limit_store: FloatVectorProperty(
-        name="Stored Limits",
-        size=len(STORE_DEFAULTS["limit_store"]),
-        default=STORE_DEFAULTS["limit_store"],
-        options={"HIDDEN"},
-        description="The bone's limit and tension settings in one array (read them by their names)",
-    )
-    scale_store: FloatVectorProperty(
-        name="Stored Scale Limits",
-        size=len(STORE_DEFAULTS["scale_store"]),
-        default=STORE_DEFAULTS["scale_store"],
-        options={"HIDDEN"},
-        description="The bone's scale limits in one array (read them by their names)",
-    )
+    limit_store: store_property("limit_store", "Stored Limits", "The bone's limit and tension settings")
+    scale_store: store_property("scale_store", "Stored Scale Limits", "The bone's scale limits")
     euler_order: EnumProperty(
         name="Euler Order",
         items=EULER_ITEMS,
