@@ -312,11 +312,10 @@ def limit_accessors(name: str) -> dict[str, Callable[..., Any]]:
     return {"get": read, "set": write}
 
 
-def migrate_limits(objects: Any) -> int:
+def migrate_limits(objects: Any) -> None:
     """Moves the limits an older Tendon stored as one property per setting into each bone's
-    stores (and removes the old ones, which every depsgraph update would copy). Returns
-    how many bones moved; linked armatures are read as they are."""
-    moved = 0
+    stores (and removes the old ones, which every depsgraph update would copy); linked
+    armatures are read as they are."""
     for obj in objects:
         if obj.type != "ARMATURE" or obj.pose is None or obj.library is not None:
             continue
@@ -332,8 +331,6 @@ def migrate_limits(objects: Any) -> int:
                         del settings[name]
                 if values is not None:
                     setattr(settings, store, values)
-            moved += 1
-    return moved
 
 
 @bpy.app.handlers.persistent
