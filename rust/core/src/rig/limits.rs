@@ -483,6 +483,34 @@ impl JointLimits {
         (cost, out)
     }
 
+    /// `rotation` with every axis that sits on a bound of its range moved back inside:
+    /// by `step` radians (at most a quarter of the range), or with `None` to the middle of
+    /// the range. `None` when no axis sits on a bound. A joint pinned on a bound (a knee
+    /// or elbow held straight at its stop, a spine bent to its end) has no first-order
+    /// way back for a gradient solver; moving it off the bound lets a stalled solve go on.
+    pub fn unpinned(&self, rotation: Quat, step: Option<f32>) -> Option<Quat> {
+        const ON_BOUND: f32 = 1e-4;
+        let mut angles = self.angles_within(rotation);
+        let mut moved = false;
+        for (a, limit) in angles.iter_mut().zip(self.axes()) {
+            let AxisLimit::Range { min, max } = limit else {
+                continue;
+            };
+            if max - min >= TAU || max - min <= ON_BOUND {
+                continue;
+            }
+            let inward = step.map_or(0.5 * (max - min), |s| s.min(0.25 * (max - min)));
+            if *a <= min + ON_BOUND {
+                *a = min + inward;
+                moved = true;
+            } else if *a >= max - ON_BOUND {
+                *a = max - inward;
+                moved = true;
+            }
+        }
+        moved.then(|| self.rotation_of(angles))
+    }
+
     /// Whether `rotation` lies within the limits, allowing `slack` radians per axis.
     pub fn contains(&self, rotation: Quat, slack: f32) -> bool {
         let first = self.euler_of(rotation);
@@ -525,6 +553,23 @@ mod tests {
             z: AxisLimit::Locked,
             ..JointLimits::FREE
         }
+    }
+
+    #[test]
+    fn unpinning_moves_only_axes_on_a_bound_inward() {
+        let k = knee();
+        let x_of = |q: Quat| k.euler_of(q)[0];
+        // Straight on its 0 stop: a step in, or to the middle of the range.
+        let straight = Quat::IDENTITY;
+        assert!((x_of(k.unpinned(straight, Some(0.26)).unwrap()) - 0.26).abs() < 1e-5);
+        assert!((x_of(k.unpinned(straight, None).unwrap()) - 1.25).abs() < 1e-5);
+        // Folded on its 2.5 stop: back in, the step at most a quarter of the range.
+        let folded = Quat::from_rotation_x(2.5);
+        assert!((x_of(k.unpinned(folded, Some(0.26)).unwrap()) - 2.24).abs() < 1e-5);
+        assert!((x_of(k.unpinned(folded, Some(2.0)).unwrap()) - 1.875).abs() < 1e-5);
+        // Inside the range, or free: nothing to move (locked axes are not bounds).
+        assert!(k.unpinned(Quat::from_rotation_x(1.0), Some(0.26)).is_none());
+        assert!(JointLimits::FREE.unpinned(straight, None).is_none());
     }
 
     #[test]

@@ -398,6 +398,114 @@ pub struct JacobianDls {
     pub params: JacobianDlsParams,
     ws: Workspace,
     scratch: Scratch,
+    unpin: Unpin,
+}
+
+/// How far each retry moves the joints pinned on a bound back inside: a small step first
+/// (the pose stays close to the stalled one), then the middle of the range.
+const UNPIN_STEPS: [Option<f32>; 2] = [Some(0.26), None];
+
+/// The poses of a solve retried with pinned joints moved off their bounds (sized the
+/// first time a solve stalls on limits, then reused).
+#[derive(Debug, Clone)]
+struct Unpin {
+    bones: Vec<usize>,
+    stalled: Pose,
+    start: Pose,
+    best: Pose,
+}
+
+/// A Jacobian solver's single solve and the parts [`solve_unpinning`] reads.
+trait SolveOnce {
+    /// The workspace as the last solve left it, the iteration settings, the retry's poses.
+    fn parts(&mut self) -> (&Workspace, &IterationParams, &mut Unpin);
+
+    /// One solve from `start`.
+    fn solve_once(
+        &mut self,
+        rig: &Rig,
+        start: &Pose,
+        goals: &[Goal],
+        out: &mut Pose,
+    ) -> Result<SolveReport>;
+}
+
+/// Solves from `start`; when that stalls short of a target within its chain's reach, on
+/// a chain with limits, solves again from the stalled pose with the joints pinned on a
+/// bound moved back inside ([`JointLimits::unpinned`]: a small step, then the middle of
+/// the range) and keeps the closest pose. A joint on a bound has no first-order way
+/// back: on motion capture with human limits, a warm start left an elbow held straight
+/// on its stop while the target came nearer (the hand 37-200 mm short on 13% of the
+/// full-body frames of a tuning clip); the retries reach them.
+///
+/// [`JointLimits::unpinned`]: crate::rig::JointLimits::unpinned
+fn solve_unpinning<S: SolveOnce>(
+    solver: &mut S,
+    rig: &Rig,
+    start: &Pose,
+    goals: &[Goal],
+    out: &mut Pose,
+) -> Result<SolveReport> {
+    let report = solver.solve_once(rig, start, goals, out)?;
+    let (ws, params, unpin) = solver.parts();
+    if report.reached || !ws.moves_limited_joint(rig) || ws.misses_only_out_of_reach(params) {
+        return Ok(report);
+    }
+    let mut unpin = std::mem::take(unpin);
+    unpin.bones.clear();
+    unpin.bones.extend_from_slice(&ws.goal_joints);
+    unpin.stalled.copy_from(out);
+    unpin.best.copy_from(out);
+    let mut best = report;
+    let mut iterations = report.iterations;
+    for step in UNPIN_STEPS {
+        if !unpin.prepare(rig, step) {
+            break;
+        }
+        let again = solver.solve_once(rig, &unpin.start, goals, out)?;
+        iterations += again.iterations;
+        if again.reached || again.residual < best.residual {
+            best = again;
+            unpin.best.copy_from(out);
+        }
+        if best.reached {
+            break;
+        }
+    }
+    out.copy_from(&unpin.best);
+    *solver.parts().2 = unpin;
+    Ok(SolveReport { iterations, ..best })
+}
+
+impl Default for Unpin {
+    fn default() -> Self {
+        Unpin {
+            bones: Vec::new(),
+            stalled: Pose::rest(0),
+            start: Pose::rest(0),
+            best: Pose::rest(0),
+        }
+    }
+}
+
+impl Unpin {
+    /// Copies `stalled` into the retry's start with the pinned joints of `bones` moved
+    /// `step` off their bounds; false when none is pinned.
+    fn prepare(&mut self, rig: &Rig, step: Option<f32>) -> bool {
+        self.start.copy_from(&self.stalled);
+        let mut moved = false;
+        for &bone in &self.bones {
+            let limits = rig.limits(bone);
+            if limits.is_free() {
+                continue;
+            }
+            if let Some(rotation) = limits.unpinned(self.start.rotations[bone], step) {
+                self.start.rotations[bone] = rotation;
+                moved = true;
+            }
+        }
+        moved
+    }
 }
 
 impl JacobianDls {
@@ -420,7 +528,25 @@ impl JacobianDls {
 }
 
 impl Solver for JacobianDls {
+    /// Solves from `start`, retrying from the stalled pose with joints moved off their
+    /// bounds when that stops short on limits ([`solve_unpinning`]).
     fn solve_into(
+        &mut self,
+        rig: &Rig,
+        start: &Pose,
+        goals: &[Goal],
+        out: &mut Pose,
+    ) -> Result<SolveReport> {
+        solve_unpinning(self, rig, start, goals, out)
+    }
+}
+
+impl SolveOnce for JacobianDls {
+    fn parts(&mut self) -> (&Workspace, &IterationParams, &mut Unpin) {
+        (&self.ws, &self.params.iteration, &mut self.unpin)
+    }
+
+    fn solve_once(
         &mut self,
         rig: &Rig,
         start: &Pose,
@@ -491,6 +617,7 @@ pub struct JacobianTranspose {
     pub params: JacobianTransposeParams,
     ws: Workspace,
     scratch: Scratch,
+    unpin: Unpin,
 }
 
 impl JacobianTranspose {
@@ -504,7 +631,25 @@ impl JacobianTranspose {
 }
 
 impl Solver for JacobianTranspose {
+    /// Solves from `start`, retrying from the stalled pose with joints moved off their
+    /// bounds when that stops short on limits ([`solve_unpinning`]).
     fn solve_into(
+        &mut self,
+        rig: &Rig,
+        start: &Pose,
+        goals: &[Goal],
+        out: &mut Pose,
+    ) -> Result<SolveReport> {
+        solve_unpinning(self, rig, start, goals, out)
+    }
+}
+
+impl SolveOnce for JacobianTranspose {
+    fn parts(&mut self) -> (&Workspace, &IterationParams, &mut Unpin) {
+        (&self.ws, &self.params.iteration, &mut self.unpin)
+    }
+
+    fn solve_once(
         &mut self,
         rig: &Rig,
         start: &Pose,

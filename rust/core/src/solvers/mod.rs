@@ -2,9 +2,11 @@
 //! rotations; translations and scales are kept) and a [`SolveReport`].
 //!
 //! Every solver owns reusable scratch memory: after the first solve on a rig, solving
-//! again allocates nothing (FABRIK's and CCD's damped least squares finish on limited
-//! joints sizes its own memory the first time a sweep needs it). Any solver can start from another's output (for example CCD
-//! for a rough pose, then damped least squares to refine it).
+//! again allocates nothing. On limited joints, FABRIK's and CCD's damped least squares
+//! finish and the Jacobian solvers' retry from joints moved off their bounds size their
+//! own memory the first time they run (tests/allocation.rs checks both). Any solver can
+//! start from another's output (for example CCD for a rough pose, then damped least
+//! squares to refine it).
 
 mod ccd;
 mod driver;

@@ -354,6 +354,16 @@ impl Workspace {
             .iter()
             .any(|&bone| !rig.limits(bone).is_free())
     }
+
+    /// Whether every goal the current pose misses lies beyond its chain's reach (measured
+    /// from the topmost moving bone above it): no other pose of the chain would reach it.
+    pub fn misses_only_out_of_reach(&self, params: &IterationParams) -> bool {
+        (0..self.goals.len()).all(|g| {
+            let goal = &self.goals[g];
+            self.goal_reached(g, params)
+                || self.head(goal.base).distance(goal.goal.target) >= goal.base_reach
+        })
+    }
 }
 
 /// The topmost bone a goal on `bone` with `chain_length` may move.

@@ -267,7 +267,7 @@ impl Workspace {
     }
 
     /// Whether goal `g` is within its tolerances (as [`Workspace::evaluate`] judges).
-    fn goal_reached(&self, g: usize, params: &IterationParams) -> bool {
+    pub fn goal_reached(&self, g: usize, params: &IterationParams) -> bool {
         let goal = &self.goals[g].goal;
         let close = self.effector(g).distance(goal.target) <= self.goals[g].tolerance;
         let turned = match goal.rotation.filter(|_| goal.rotation_weight >= 1.0) {
