@@ -409,6 +409,8 @@ const UNPIN_STEPS: [Option<f32>; 2] = [Some(0.26), None];
 /// first time a solve stalls on limits, then reused).
 #[derive(Debug, Clone)]
 struct Unpin {
+    /// No retries (see [`JacobianDls::allow_unpin`]).
+    disabled: bool,
     bones: Vec<usize>,
     stalled: Pose,
     start: Pose,
@@ -448,7 +450,11 @@ fn solve_unpinning<S: SolveOnce>(
 ) -> Result<SolveReport> {
     let report = solver.solve_once(rig, start, goals, out)?;
     let (ws, params, unpin) = solver.parts();
-    if report.reached || !ws.moves_limited_joint(rig) || ws.misses_only_out_of_reach(params) {
+    if report.reached
+        || unpin.disabled
+        || !ws.moves_limited_joint(rig)
+        || ws.misses_only_out_of_reach(params)
+    {
         return Ok(report);
     }
     let mut unpin = std::mem::take(unpin);
@@ -480,6 +486,7 @@ fn solve_unpinning<S: SolveOnce>(
 impl Default for Unpin {
     fn default() -> Self {
         Unpin {
+            disabled: false,
             bones: Vec::new(),
             stalled: Pose::rest(0),
             start: Pose::rest(0),
@@ -524,6 +531,13 @@ impl JacobianDls {
     /// turns it off).
     pub(crate) fn allow_second_phase(&mut self, allow: bool) {
         self.ws.second_phase = allow;
+    }
+
+    /// Whether a solve that stalls on limits is retried with pinned joints moved off
+    /// their bounds (on by default; FABRIK's and CCD's finish turns it off for its first
+    /// try, from the sweep's pose, and has the start pose to try next).
+    pub(crate) fn allow_unpin(&mut self, allow: bool) {
+        self.unpin.disabled = !allow;
     }
 }
 
