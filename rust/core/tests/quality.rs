@@ -271,8 +271,9 @@ fn tension_reference_pose_errors_name_the_reference() {
 /// measured from it): the limits' tension thresholds are distances from rest, one-sided at
 /// hinges, and used as the scale of each frame's turn they made moving one way cheaper than
 /// back, so the joints ratcheted away from the motion frame after frame (14.2 deg here,
-/// against 9.9 for damped least squares; 11.6 with the symmetric turn scale). The mean
-/// joint-angle error must stay within a quarter of damped least squares' on the sequence.
+/// against 9.9 for damped least squares; 11.7 with the symmetric turn scale), and 9.6 with
+/// the pull towards the limits' neutral too (`comfort`). The mean joint-angle error must
+/// beat damped least squares' on the sequence.
 #[test]
 fn tension_warm_sequence_stays_with_the_motion() {
     let rig = humanoid_limited();
@@ -309,7 +310,7 @@ fn tension_warm_sequence_stays_with_the_motion() {
     let dls = run(&mut JacobianDls::default());
     eprintln!("warm sequence, mean joint-angle error: tension {tension:.2} deg, damped least squares {dls:.2} deg");
     assert!(
-        tension < 1.25 * dls,
+        tension < dls,
         "tension {tension:.2} deg vs damped least squares {dls:.2} deg"
     );
 }

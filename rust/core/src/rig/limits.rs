@@ -243,7 +243,17 @@ impl JointLimits {
     /// a range's bound, so a hinge's is tiny on its closed side): applied per side to turns
     /// from a reference that moves along, as when each frame starts from the previous
     /// answer, they made one way cheaper than the way back and joints ratcheted away.
-    pub fn tension_from(&self, angles: [f32; 3], turn: [f32; 3], reference: [f32; 3]) -> f32 {
+    /// `comfort` adds, on limited axes, that soft part measured from the neutral (the
+    /// angles themselves) times `comfort`: a pull towards the joint's comfortable middle
+    /// beside the pull towards the reference, so frames solved each from the last do not
+    /// wander off.
+    pub fn tension_from(
+        &self,
+        angles: [f32; 3],
+        turn: [f32; 3],
+        reference: [f32; 3],
+        comfort: f32,
+    ) -> f32 {
         let mut total = 0.0;
         for (((a, d), r), (limit, tension)) in angles
             .iter()
@@ -260,7 +270,10 @@ impl JointLimits {
             let wall_at = |angle: f32| if walled { tension.wall(angle) } else { 0.0 };
             let scale = 0.5 * (tension.negative.threshold + tension.positive.threshold);
             let rigidity = 0.5 * (tension.negative.rigidity + tension.positive.rigidity);
-            let y = d.abs() / scale;
+            let soft = |a: f32| {
+                let y = a.abs() / scale;
+                y * y.sqrt().sqrt()
+            };
             // Less the wall's share at the reference itself, so the reference costs nothing.
             // A reference past its wall (rest far outside the ranges of a neutral) is not
             // taken off: its wall, huge, would swamp the rest of the sum in f32.
@@ -270,7 +283,13 @@ impl JointLimits {
             } else {
                 0.0
             };
-            total += rigidity * y * y.sqrt().sqrt() + wall_at(*a) - taken_off;
+            // Like the wall, only a limited axis has a neutral to be comfortable at.
+            let comfort = if walled && comfort > 0.0 {
+                comfort * soft(*a)
+            } else {
+                0.0
+            };
+            total += rigidity * (soft(d) + comfort) + wall_at(*a) - taken_off;
         }
         total
     }
@@ -676,13 +695,36 @@ mod tests {
         let at_rest = k.euler_of(Quat::IDENTITY);
         let tension_after = |turn: Quat| {
             let angles = k.euler_of(turn);
-            k.tension_from(angles, k.turn_angles(turn), at_rest)
+            k.tension_from(angles, k.turn_angles(turn), at_rest, 0.0)
         };
         let (small, large) = (
             tension_after(Quat::from_rotation_z(0.1)),
             tension_after(Quat::from_rotation_z(0.3)),
         );
         assert!(small.is_finite() && large > small, "{small} {large}");
+    }
+
+    #[test]
+    fn comfort_pulls_towards_the_neutral_as_well_as_the_reference() {
+        let hinge = JointLimits {
+            order: EulerOrder::XYZ,
+            x: AxisLimit::Range {
+                min: -1.0,
+                max: 1.0,
+            },
+            ..JointLimits::FREE
+        };
+        let reference = [0.5, 0.0, 0.0];
+        // The same turn of 0.1 from the reference, towards the neutral (0) and away.
+        let cost = |x: f32, comfort: f32| {
+            hinge.tension_from([x, 0.0, 0.0], [x - 0.5, 0.0, 0.0], reference, comfort)
+        };
+        let gap = |comfort: f32| cost(0.6, comfort) - cost(0.4, comfort);
+        // Without comfort only the far wall tells them apart, barely.
+        assert!(gap(0.0) > 0.0 && gap(0.0) < 1e-3, "{}", gap(0.0));
+        // With it, turning back towards the neutral is clearly cheaper.
+        assert!(gap(0.5) > 0.05, "{}", gap(0.5));
+        assert_eq!(cost(0.5, 0.0), 0.0);
     }
 
     #[test]
