@@ -244,9 +244,10 @@ impl JointLimits {
     /// from a reference that moves along, as when each frame starts from the previous
     /// answer, they made one way cheaper than the way back and joints ratcheted away.
     /// `comfort` adds, on limited axes, that soft part measured from the neutral (the
-    /// angles themselves) times `comfort`: a pull towards the joint's comfortable middle
-    /// beside the pull towards the reference, so frames solved each from the last do not
-    /// wander off.
+    /// angles themselves, zero at the pose the limits measure from: for Human Limits a
+    /// relaxed standing pose, knees and elbows straight) times `comfort`: a pull towards
+    /// that pose beside the pull towards the reference, so frames solved each from the
+    /// last do not wander off.
     pub fn tension_from(
         &self,
         angles: [f32; 3],
@@ -274,7 +275,8 @@ impl JointLimits {
                 let y = a.abs() / scale;
                 y * y.sqrt().sqrt()
             };
-            // Less the wall's share at the reference itself, so the reference costs nothing.
+            // Less the wall's share at the reference itself, so the reference costs nothing
+            // but its comfort term.
             // A reference past its wall (rest far outside the ranges of a neutral) is not
             // taken off: its wall, huge, would swamp the rest of the sum in f32.
             let wall_at_reference = wall_at(r);

@@ -411,7 +411,8 @@ const UNPIN_STEPS: [Option<f32>; 2] = [Some(0.26), None];
 struct Unpin {
     /// No retries (see [`JacobianDls::allow_unpin`]).
     disabled: bool,
-    bones: Vec<usize>,
+    /// Which bones the goals turn (by index).
+    bones: Vec<bool>,
     stalled: Pose,
     start: Pose,
     best: Pose,
@@ -419,7 +420,9 @@ struct Unpin {
 
 /// A Jacobian solver's single solve and the parts [`solve_unpinning`] reads.
 trait SolveOnce {
-    /// The workspace as the last solve left it, the iteration settings, the retry's poses.
+    /// The workspace as the last solve left it (after a retry, the last retry's pose,
+    /// not necessarily the one returned: no caller reads it afterwards), the iteration
+    /// settings, the retry's poses.
     fn parts(&mut self) -> (&Workspace, &IterationParams, &mut Unpin);
 
     /// One solve from `start`.
@@ -458,8 +461,13 @@ fn solve_unpinning<S: SolveOnce>(
         return Ok(report);
     }
     let mut unpin = std::mem::take(unpin);
+    // A mask over the rig's bones, not a list: its size is the rig's whatever the goals,
+    // so a later solve with longer chains does not allocate.
     unpin.bones.clear();
-    unpin.bones.extend_from_slice(&ws.goal_joints);
+    unpin.bones.resize(rig.len(), false);
+    for &bone in &ws.goal_joints {
+        unpin.bones[bone] = true;
+    }
     unpin.stalled.copy_from(out);
     unpin.best.copy_from(out);
     let mut best = report;
@@ -468,7 +476,14 @@ fn solve_unpinning<S: SolveOnce>(
         if !unpin.prepare(rig, step) {
             break;
         }
-        let again = solver.solve_once(rig, &unpin.start, goals, out)?;
+        let again = match solver.solve_once(rig, &unpin.start, goals, out) {
+            Ok(again) => again,
+            Err(error) => {
+                // Keep the sized memory for the next solve.
+                *solver.parts().2 = unpin;
+                return Err(error);
+            }
+        };
         iterations += again.iterations;
         if again.reached || again.residual < best.residual {
             best = again;
@@ -496,12 +511,12 @@ impl Default for Unpin {
 }
 
 impl Unpin {
-    /// Copies `stalled` into the retry's start with the pinned joints of `bones` moved
-    /// `step` off their bounds; false when none is pinned.
+    /// Copies `stalled` into the retry's start with the pinned joints of the goals' bones
+    /// moved `step` off their bounds; false when none is pinned.
     fn prepare(&mut self, rig: &Rig, step: Option<f32>) -> bool {
         self.start.copy_from(&self.stalled);
         let mut moved = false;
-        for &bone in &self.bones {
+        for bone in (0..self.bones.len()).filter(|&b| self.bones[b]) {
             let limits = rig.limits(bone);
             if limits.is_free() {
                 continue;

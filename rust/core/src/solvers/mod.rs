@@ -35,7 +35,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct IterationParams {
-    /// Most iterations per solve.
+    /// Most iterations per pass of a solve. A solve may run more than one pass: full-body
+    /// solving's second phase, and the Jacobian solvers' retries from joints moved off
+    /// their bounds (at most two), each with this cap; the report counts them all.
     pub max_iterations: u32,
     /// A goal is reached when its effector is within `tolerance` times its chain's length
     /// of the target (scale-free: the same value suits a finger and a crane).

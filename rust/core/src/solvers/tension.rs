@@ -79,12 +79,14 @@ pub struct TensionParams {
     /// The pose tension is measured from.
     pub reference: TensionReference,
     /// With the start as the reference: how much each limited joint is also pulled
-    /// towards its limits' neutral (the comfortable middle), as a share of the pull
-    /// towards the start ([`JointLimits::tension_from`]; a stored reference pose is what
-    /// the user asked for, and is measured from alone). 0 measures from the start alone;
-    /// then frames solved each from the last wander (on motion capture with human limits,
-    /// tuning clips, warm start: limbs 19.5 deg from the actor's pose with 0, 14.6 with
-    /// 0.5; full body 31.0 and 23.9).
+    /// towards its limits' neutral (the pose its angles measure from; for Human Limits a
+    /// relaxed standing pose), as a factor on the same soft cost measured from the
+    /// neutral instead of the start ([`JointLimits::tension_from`]; a stored reference
+    /// pose is what the user asked for, and is measured from alone). A start that
+    /// already reaches is then still relaxed towards the neutral, a little each solve.
+    /// 0 measures from the start alone; then frames solved each from the last wander
+    /// (bench_mocap with Human Limits, tuning clips, warm start, mean angle from the
+    /// actor's pose: limbs 22.9 deg with 0, 15.0 with 0.5; full body 30.0 and 24.6).
     ///
     /// [`JointLimits::tension_from`]: crate::JointLimits::tension_from
     pub comfort: f32,
@@ -280,9 +282,6 @@ impl Solver for TensionMinimizer {
         out: &mut Pose,
     ) -> Result<SolveReport> {
         let mut params = self.params;
-        if params.reference != TensionReference::Start {
-            params.comfort = 0.0;
-        }
         for (what, value) in [
             ("reach_weight", params.reach_weight),
             ("comfort", params.comfort),
@@ -293,6 +292,9 @@ impl Solver for TensionMinimizer {
                     reason: format!("{value} must be a finite number >= 0"),
                 });
             }
+        }
+        if params.reference != TensionReference::Start {
+            params.comfort = 0.0;
         }
         // With the start as the reference, the workspace's own checks of the start suffice.
         if !(params.reference == TensionReference::Start && std::ptr::eq(start, near)) {
