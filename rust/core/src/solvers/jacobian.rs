@@ -558,7 +558,7 @@ impl JacobianDls {
 
 impl Solver for JacobianDls {
     /// Solves from `start`, retrying from the stalled pose with joints moved off their
-    /// bounds when that stops short on limits ([`solve_unpinning`]).
+    /// bounds when that stops short on limits (see `solve_unpinning` in this module).
     fn solve_into(
         &mut self,
         rig: &Rig,
@@ -661,7 +661,7 @@ impl JacobianTranspose {
 
 impl Solver for JacobianTranspose {
     /// Solves from `start`, retrying from the stalled pose with joints moved off their
-    /// bounds when that stops short on limits ([`solve_unpinning`]).
+    /// bounds when that stops short on limits (see `solve_unpinning` in this module).
     fn solve_into(
         &mut self,
         rig: &Rig,
