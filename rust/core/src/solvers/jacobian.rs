@@ -9,7 +9,7 @@
 //! targets (scaled by the square root of weight times rotation weight).
 
 use super::driver::{GoalMode, Workspace};
-use super::{IterationParams, SolveReport, Solver};
+use super::{Closest, IterationParams, SolveReport, Solver};
 use crate::error::{Result, TendonError};
 use crate::goal::Goal;
 use crate::math::dense::DampedSystem;
@@ -470,8 +470,7 @@ fn solve_unpinning<S: SolveOnce>(
     }
     unpin.stalled.copy_from(out);
     unpin.best.copy_from(out);
-    let mut best = report;
-    let mut iterations = report.iterations;
+    let mut closest = Closest::new(report);
     for step in UNPIN_STEPS {
         if !unpin.prepare(rig, step) {
             break;
@@ -484,18 +483,16 @@ fn solve_unpinning<S: SolveOnce>(
                 return Err(error);
             }
         };
-        iterations += again.iterations;
-        if again.reached || again.residual < best.residual {
-            best = again;
+        if closest.offer(again) {
             unpin.best.copy_from(out);
         }
-        if best.reached {
+        if closest.reached() {
             break;
         }
     }
     out.copy_from(&unpin.best);
     *solver.parts().2 = unpin;
-    Ok(SolveReport { iterations, ..best })
+    Ok(closest.report())
 }
 
 impl Default for Unpin {

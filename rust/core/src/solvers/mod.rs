@@ -103,6 +103,48 @@ pub struct SolveReport {
     pub reached: bool,
 }
 
+/// The best of several tries at one solve (FABRIK's and CCD's finish, the Jacobian
+/// solvers' retries): every try's iterations count, and a try that reaches, or else comes
+/// closer, replaces the best.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Closest {
+    best: SolveReport,
+    iterations: u32,
+}
+
+impl Closest {
+    /// Starts from the first try's report.
+    pub(crate) fn new(first: SolveReport) -> Self {
+        Closest {
+            best: first,
+            iterations: first.iterations,
+        }
+    }
+
+    /// Counts `tried`; true when it is the new best (its pose is the one to keep).
+    pub(crate) fn offer(&mut self, tried: SolveReport) -> bool {
+        self.iterations += tried.iterations;
+        let better = tried.reached || tried.residual < self.best.residual;
+        if better {
+            self.best = tried;
+        }
+        better
+    }
+
+    /// Whether the best try reached.
+    pub(crate) fn reached(&self) -> bool {
+        self.best.reached
+    }
+
+    /// The best try's report, with every try's iterations.
+    pub(crate) fn report(&self) -> SolveReport {
+        SolveReport {
+            iterations: self.iterations,
+            ..self.best
+        }
+    }
+}
+
 /// An IK solver with its own scratch memory.
 pub trait Solver {
     /// Solves `goals` from `start`, writing the result into `out` (resized as needed).
