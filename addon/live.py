@@ -17,7 +17,7 @@ import bpy
 
 from . import hooks, rig, space
 from .native import TendonUserError
-from .solve import SolveOutcome, solve
+from .solve import Effector, SolveOutcome, read_effectors, solve
 
 #: Names of the objects with live mode on, or None when they must be listed again.
 _live: list[str] | None = None
@@ -59,22 +59,29 @@ def set_status(obj: bpy.types.Object, status: str) -> None:
         obj.tendon.status = status
 
 
-def signature(obj: bpy.types.Object) -> list[Any]:
-    """Everything a live solve depends on that moves: the armature's and targets' world
-    matrices, the mode, and whether each effector's bone exists (a bone renamed or deleted
-    in Edit Mode is reported when Pose Mode returns, not when a target next moves)."""
-    values: list[Any] = [obj.mode, obj.matrix_world.copy()]
+def signature(obj: bpy.types.Object) -> tuple[tuple[Effector | None, ...], list[Any]]:
+    """The effectors' settings, and everything a live solve depends on that moves: those
+    settings, the armature's and targets' world matrices, the mode, and whether each
+    effector's bone exists (a bone renamed or deleted in Edit Mode is reported when Pose
+    Mode returns, not when a target next moves)."""
+    effectors = read_effectors(obj)
+    values: list[Any] = [obj.mode, obj.matrix_world.copy(), effectors]
     bones = obj.data.bones
-    for effector in obj.tendon.effectors:
-        if not effector.enabled:
+    for effector in effectors:
+        if effector is None:
             continue
         values.append(effector.bone in bones)
-        for target, subtarget in space.target_objects(effector):
+        for target, subtarget in (
+            (effector.target, effector.subtarget),
+            (effector.pole_target, effector.pole_subtarget),
+        ):
+            if target is None:
+                continue
             try:
                 values.append(space.target_world_matrix(target, subtarget, "").copy())
             except TendonUserError:
                 values.append(None)
-    return values
+    return effectors, values
 
 
 def live_update(scene: bpy.types.Scene, force: bool = False) -> None:
@@ -93,7 +100,7 @@ def live_update(scene: bpy.types.Scene, force: bool = False) -> None:
                 _unmeasured.pop(key, None)
                 set_status(obj, "Live: paused in Edit Mode")
                 continue
-            seen = signature(obj)
+            effectors, seen = signature(obj)
             if not force and _signatures.get(key) == seen:
                 # The update that follows a live solve: measure it in the pose Blender shows.
                 outcome = _unmeasured.pop(key, None)
@@ -104,7 +111,7 @@ def live_update(scene: bpy.types.Scene, force: bool = False) -> None:
             _signatures[key] = seen
             started = time.perf_counter()
             try:
-                outcome = solve(obj)
+                outcome = solve(obj, effectors)
                 _unmeasured[key] = outcome
                 status = "Live: " + outcome.status()
             except TendonUserError as problem:

@@ -145,17 +145,24 @@ class Channels:
 
 def mode_groups(obj: bpy.types.Object, entry: RigEntry, bones: np.ndarray) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """`bones` (rig indices) grouped by rotation mode: (mode, the group's bones, their rows
-    in ``obj.pose.bones``), from one bulk read of the modes."""
+    in ``obj.pose.bones``), from one bulk read of the modes. The last grouping is kept on
+    the rig: a solve after a solve usually writes the same bones in the same modes."""
     modes = rotation_modes(obj)
+    key = (modes.tobytes(), bones.tobytes())
+    known = entry.memo.get("mode groups")
+    if known is not None and known[0] == key:
+        return known[1]
     rows = entry.pose_order[bones]
     bone_modes = modes[rows]
     first = bone_modes[0]
     if (bone_modes == first).all():
-        return [(MODES[int(first)], bones, rows)]
-    groups = []
-    for value in np.unique(bone_modes).tolist():
-        which = bone_modes == value
-        groups.append((MODES[value], bones[which], rows[which]))
+        groups = [(MODES[int(first)], bones, rows)]
+    else:
+        groups = []
+        for value in np.unique(bone_modes).tolist():
+            which = bone_modes == value
+            groups.append((MODES[value], bones[which], rows[which]))
+    entry.memo["mode groups"] = (key, groups)
     return groups
 
 

@@ -6,7 +6,10 @@ the armature's world matrices, the pose (``matrix_basis`` and Blender's evaluate
 ``matrix``, in bulk) and the muting and influence of the chains' constraints
 (``chains.py``). The rig, its limits, which bones carry constraints or drivers, their
 inheritance options and what the effectors' settings imply come from the rig cache
-(``rig.py``).
+(``rig.py``). After a solve that refused and skipped nothing, a `Shortcut` on the rig keeps
+the goals' chains, the bones they move and how to measure them: while the effectors'
+settings stay the same, a solve reads only the targets and the pose, makes one native call
+for the start pose and one for the solve, and writes in bulk.
 """
 
 from __future__ import annotations
@@ -111,6 +114,10 @@ class GoalSet:
     #: Each goal's target, armature space (goals, 3).
     points: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.float32))
     warnings: list[str] = field(default_factory=list)
+    #: The checked effector of each goal.
+    sighted: list[Any] = field(default_factory=list)
+    #: Whether the library refused a goal of this solve (a target it cannot take).
+    refused: bool = False
     #: What the goals follow from (the effectors' settings and which of them became goals),
     #: under which a rig remembers what it works out from them. Changed by `keep`.
     key: Any = None
@@ -123,6 +130,7 @@ class GoalSet:
     def keep(self, kept: list[int]) -> None:
         """Keeps only the goals at positions `kept`."""
         self.goals = [self.goals[k] for k in kept]
+        self.sighted = [self.sighted[k] for k in kept]
         self.effectors = [self.effectors[k] for k in kept]
         self.settings = [self.settings[k] for k in kept]
         self.chains = [self.chains[k] for k in kept]
@@ -228,31 +236,33 @@ def plan_goals(obj: bpy.types.Object, entry: RigEntry, effectors: tuple[Effector
     return GoalPlan(sighted, warnings, present, missing)
 
 
-def build_goals(obj: bpy.types.Object, entry: RigEntry) -> GoalSet:
-    """Goals in armature space from the enabled effectors; invalid ones are skipped with a
-    warning naming them. Per solve only the settings and the targets' matrices are read."""
-    tendon = native.native()
+def goal_targets(obj: bpy.types.Object, sighted: list[Sighted]) -> space.Targets:
+    """The sighted effectors' targets (points, and rotations and poles where they have them)
+    in armature space, for one frame."""
+    if not any(s.rotating or s.settings.pole_target is not None for s in sighted):
+        # Points alone (the usual case): a few matrix products, cheaper than numpy's calls.
+        to_armature = space.world_to_armature(obj)
+        points = [
+            x
+            for s in sighted
+            for x in to_armature
+            @ space.target_world_matrix(s.settings.target, s.settings.subtarget, s.label).translation
+        ]
+        return space.Targets(np.array(points, np.float32).reshape(1, len(sighted), 3), None, None)
     to_armature = space.world_to_armature_array(obj)[None]
-    effectors = read_effectors(obj)
-    plan = entry.remember(("goals", effectors), lambda: plan_goals(obj, entry, effectors))
-    if plan.stale(obj):
-        raise pose.StaleRig
-    found = GoalSet(warnings=list(plan.warnings))
-    if not plan.sighted:
-        return found
     matrices = []
-    for s in plan.sighted:
+    for s in sighted:
         effector = s.settings
         target = space.target_world_matrix(effector.target, effector.subtarget, s.label)
         pole = None
         if effector.pole_target is not None:
             pole = tuple(space.target_world_matrix(effector.pole_target, effector.pole_subtarget, s.label).translation)
         matrices.append((target, pole))
-    rotating = any(s.rotating for s in plan.sighted)
+    rotating = any(s.rotating for s in sighted)
     poles = any(pole is not None for _, pole in matrices)
     # Flat lists into arrays: numpy reads a flat list of floats far faster than vectors.
     count = len(matrices)
-    targets = space.armature_targets(
+    return space.armature_targets(
         to_armature,
         np.array([x for target, _ in matrices for x in target.translation], np.float64).reshape(1, count, 3),
         np.array([x for target, _ in matrices for row in target.to_3x3() for x in row], np.float64).reshape(
@@ -264,26 +274,51 @@ def build_goals(obj: bpy.types.Object, entry: RigEntry) -> GoalSet:
         if poles
         else None,
     )
+
+
+def goal_arguments(s: Sighted, targets: space.Targets, k: int) -> dict[str, Any]:
+    """The keyword arguments of goal `k`'s native Goal, but its target point."""
+    effector = s.settings
+    arguments: dict[str, Any] = {
+        "weight": effector.weight,
+        "chain_length": s.chain_length,
+        "point": "tail" if effector.use_tail else "head",
+    }
+    if s.rotating:
+        arguments["rotation"] = targets.rotations[0, k]
+        arguments["rotation_weight"] = effector.rotation_weight
+    if effector.pole_target is not None:
+        arguments["pole"] = targets.poles[0, k]
+        arguments["pole_angle"] = effector.pole_angle
+    return arguments
+
+
+def build_goals(
+    obj: bpy.types.Object, entry: RigEntry, effectors: tuple[Effector | None, ...] | None = None
+) -> GoalSet:
+    """Goals in armature space from the enabled effectors; invalid ones are skipped with a
+    warning naming them. Per solve only the settings and the targets' matrices are read."""
+    tendon = native.native()
+    if effectors is None:
+        effectors = read_effectors(obj)
+    plan = entry.remember(("goals", effectors), lambda: plan_goals(obj, entry, effectors))
+    if plan.stale(obj):
+        raise pose.StaleRig
+    found = GoalSet(warnings=list(plan.warnings))
+    if not plan.sighted:
+        return found
+    targets = goal_targets(obj, plan.sighted)
     kept = []
     for k, s in enumerate(plan.sighted):
         effector = s.settings
-        arguments: dict[str, Any] = {
-            "weight": effector.weight,
-            "chain_length": s.chain_length,
-            "point": "tail" if effector.use_tail else "head",
-        }
-        if s.rotating:
-            arguments["rotation"] = targets.rotations[0, k]
-            arguments["rotation_weight"] = effector.rotation_weight
-        if effector.pole_target is not None:
-            arguments["pole"] = targets.poles[0, k]
-            arguments["pole_angle"] = effector.pole_angle
         try:
-            goal = tendon.Goal(effector.bone, targets.points[0, k], **arguments)
+            goal = tendon.Goal(effector.bone, targets.points[0, k], **goal_arguments(s, targets, k))
         except tendon.TendonError as error:
             found.warnings.append(f"{s.label}: {error}; skipped")
+            found.refused = True
             continue
         kept.append(k)
+        found.sighted.append(s)
         found.goals.append(goal)
         found.effectors.append(s.position)
         found.settings.append(effector)
@@ -571,42 +606,56 @@ class Checks:
         return reached, largest
 
 
-def effector_checks(obj: bpy.types.Object, entry: RigEntry, found: GoalSet, evaluated: np.ndarray) -> Checks:
+def make_checks(
+    obj: bpy.types.Object,
+    entry: RigEntry,
+    reach_indices: tuple[np.ndarray, ...],
+    bones: list[str],
+    use_tail: list[bool],
+    targets: np.ndarray,
+    evaluated: np.ndarray,
+) -> Checks:
     """What each solved effector must achieve in Blender's pose: its target within the
-    solver's tolerance of its chain's length (measured in the pose before the solve)."""
+    solver's tolerance of its chain's length (measured in the pose before the solve), from
+    the chains' `reach_segments`."""
     relative = obj.tendon.tolerance + MEASURE_SLACK
-    use_tail = found.use_tail
-    first, second, owner, tips, tip_owner = entry.remember(
-        ("reach", found.key), lambda: reach_segments(entry, tuple(found.chains), tuple(use_tail))
-    )
-    # From the chain's top head through each head to the effector point, all chains at once.
-    heads = evaluated[:, 12:15]
-    reach = np.bincount(owner, np.linalg.norm(heads[first] - heads[second], axis=1), minlength=len(use_tail))
-    if len(tips):
-        axes = np.linalg.norm(evaluated[tips, 4:7], axis=1)
-        reach += np.bincount(tip_owner, entry.lengths[tips] * axes, minlength=len(use_tail))
-    return Checks(
-        bones=[entry.names[bone] for bone, _ in found.chains],
-        use_tail=use_tail,
-        targets=found.points.astype(np.float64),
-        tolerances=relative * np.maximum(reach, 1e-9),
-    )
+    ends, starts, owner, factors = reach_indices
+    # Every segment between two heads of a chain, and every tail's bone axis (y) from the
+    # bottom row's zero: the reach is their lengths (times the bone's for a tail), per chain.
+    flat = evaluated.ravel()
+    offsets = (flat.take(ends) - flat.take(starts)).reshape(-1, 3)
+    reach = np.bincount(owner, np.sqrt((offsets * offsets).sum(axis=1)) * factors, minlength=len(use_tail))
+    return Checks(bones=bones, use_tail=use_tail, targets=targets, tolerances=relative * np.maximum(reach, 1e-9))
 
 
 def reach_segments(
     entry: RigEntry, chains_key: tuple[tuple[int, int], ...], use_tail: tuple[bool, ...]
 ) -> tuple[np.ndarray, ...]:
-    """Index arrays measuring every chain's reach in one go: the two heads of each segment
-    and the chain it belongs to; the effector bones whose tail counts, and their chains."""
-    first, second, owner = [], [], []
+    """Index arrays measuring every chain's reach in one go from the evaluated matrices
+    ((n, 16) column-major, see `make_checks`): into the flattened matrices, the x, y and z
+    of each segment's two ends (heads; for an effector whose tail counts, its bone's y axis
+    and a zero); the chain each segment belongs to; its length factor (one, or the
+    bone's length for a tail)."""
+    ends, starts, owner, factors = [], [], [], []
     for k, (bone, length) in enumerate(chains_key):
         chain = entry.chain(bone, length)
-        first += chain[:-1]
-        second += chain[1:]
-        owner += [k] * (len(chain) - 1)
-    tips = [bone for (bone, _), tail in zip(chains_key, use_tail, strict=True) if tail]
-    tip_owner = [k for k, tail in enumerate(use_tail) if tail]
-    return tuple(np.array(values, np.int64) for values in (first, second, owner, tips, tip_owner))
+        for below, above in zip(chain[:-1], chain[1:], strict=True):
+            ends += [below * 16 + 12, below * 16 + 13, below * 16 + 14]
+            starts += [above * 16 + 12, above * 16 + 13, above * 16 + 14]
+            owner.append(k)
+            factors.append(1.0)
+        if use_tail[k]:
+            # Column-major: 4 to 6 are the y axis; 3 is the bottom row's zero.
+            ends += [bone * 16 + 4, bone * 16 + 5, bone * 16 + 6]
+            starts += [3, 3, 3]
+            owner.append(k)
+            factors.append(float(entry.lengths[bone]))
+    return (
+        np.array(ends, np.int64),
+        np.array(starts, np.int64),
+        np.array(owner, np.int64),
+        np.array(factors, np.float64),
+    )
 
 
 @dataclass
@@ -656,21 +705,97 @@ class SolveOutcome:
         return "; ".join([self.summary(), *self.warnings])
 
 
-def solve(obj: bpy.types.Object) -> SolveOutcome:
-    """Solves armature `obj`'s effectors from its current pose and writes the rotations of
-    the bones that moved. Raises TendonUserError, leaving the pose untouched, when nothing
-    can be solved."""
-    started = time.perf_counter()
-    problem = armature_problem(obj, need_pose_mode=False)
-    if problem:
-        raise TendonUserError(problem)
-    tendon = native.native()
-    entry, basis, found = current_goals(obj)
+@dataclass
+class Prepared:
+    """A solve ready to run: its goals, the bones they may turn, the pose it starts from,
+    and what each effector must achieve in the pose Blender shows."""
+
+    entry: RigEntry
+    goals: list[Any]
+    #: The bones the goals may turn (rig indices, sorted), also as an array.
+    moving: list[int]
+    moving_array: np.ndarray
+    #: The start pose (rig order): local rotations (n, 4), translations and scales (n, 3).
+    rotations: np.ndarray
+    translations: np.ndarray
+    scales: np.ndarray
+    warnings: list[str]
+    checks: Checks
+    moving_names: list[str]
+
+
+@dataclass
+class Shortcut:
+    """What a solve that refused and skipped nothing per solve found out about an
+    armature's effectors on its rig: while their settings stay the same, the next solves
+    read only the targets and the pose, and go the whole way again at the first thing out
+    of the ordinary (a bone renamed, a target the library refuses, a chain bone Blender
+    does not pose from its channels), which the whole way then names."""
+
+    plan: GoalPlan
+    #: The goals' effectors, in goal order.
+    sighted: list[Sighted]
+    moving: list[int]
+    moving_array: np.ndarray
+    moving_names: list[str]
+    #: Whether a moving bone carries constraints, drivers or inheritance options that the
+    #: refusals look at on every solve (their muting and influence may be animated).
+    inspect: bool
+    #: The warnings that follow from the settings alone (chain lengths, loops).
+    warnings: list[str]
+    #: `reach_segments` of the goals' chains, the effector bones and their points.
+    reach: tuple[np.ndarray, ...]
+    check_bones: list[str]
+    use_tail: list[bool]
+
+    def prepare(self, obj: bpy.types.Object, entry: RigEntry) -> Prepared | None:
+        """The solve prepared, or None when it must go the whole way."""
+        if self.plan.stale(obj):
+            return None
+        tendon = native.native()
+        try:
+            targets = goal_targets(obj, self.sighted)
+            goals = [
+                tendon.Goal(s.settings.bone, targets.points[0, k], **goal_arguments(s, targets, k))
+                for k, s in enumerate(self.sighted)
+            ]
+            basis = pose.read_matrices(obj, entry, "matrix_basis")
+            evaluated = pose.read_matrices(obj, entry, "matrix")
+        except (tendon.TendonError, TendonUserError, pose.StaleRig):
+            return None
+        rotations, translations, scales, differences, smallest = entry.rig.start_pose(
+            basis.reshape(-1, 4, 4), evaluated.reshape(-1, 4, 4), self.moving, column_major=True
+        )
+        far = differences > chains.CHANNEL_MISMATCH
+        if self.inspect or far.any() or smallest.min() <= pose.COLLAPSED_SCALE:
+            mismatched = [self.moving[k] for k in np.nonzero(far)[0].tolist()]
+            if chains.bone_problems(obj, entry, self.moving, mismatched, smallest, evaluated):
+                return None
+        checks = make_checks(obj, entry, self.reach, self.check_bones, self.use_tail, targets.points[0], evaluated)
+        return Prepared(
+            entry,
+            goals,
+            self.moving,
+            self.moving_array,
+            rotations,
+            translations,
+            scales,
+            list(self.warnings),
+            checks,
+            self.moving_names,
+        )
+
+
+def prepare_whole(obj: bpy.types.Object, effectors: tuple[Effector | None, ...]) -> Prepared:
+    """The solve prepared the whole way: every effector checked, every refusal named; a
+    solve that refused nothing per solve leaves a `Shortcut` for the next."""
+    entry, basis, found = current_goals(obj, effectors)
     if not found.goals:
         reasons = "; ".join(found.warnings) or "add an effector first"
         raise TendonUserError(f"Armature '{obj.name}' has no effector to solve: {reasons}")
-    solver = solver_for(obj.tendon)
+    solver_for(obj.tendon)
     evaluated = pose.read_matrices(obj, entry, "matrix")
+    goal_count = len(found.goals)
     moving, (rotations, translations, scales) = drop_unsolvable(obj, entry, found, basis, evaluated)
     if not found.goals:
         raise TendonUserError(f"Armature '{obj.name}' has no effector to solve: {'; '.join(found.warnings)}")
@@ -681,47 +806,105 @@ def solve(obj: bpy.types.Object) -> SolveOutcome:
         scales = scales.copy()
         apply_scales(plans, goals, scales)
         pose.write_vectors(obj, entry, "scale", np.array(sorted({b for p in plans for b in p.bones})), scales)
-    set_reference(solver, obj, entry, rotations)
-    try:
-        result = solver.solve(entry.rig, found.goals, rotations, translations, scales)
-    except tendon.TendonError as error:
-        raise TendonUserError(f"Armature '{obj.name}': {error}") from error
-    solved = result.rotations
-    if not np.isfinite(solved).all():
-        raise TendonUserError(f"Armature '{obj.name}': the solver produced non-finite rotations; pose unchanged")
-    # Only the chains' bones are written: the others hold Blender's evaluated pose.
-    bones = np.array(moving, np.int64)
-    changed = bones[np.abs(solved[bones] - rotations[bones]).max(axis=1) > UNCHANGED]
-    pose.write_rotations(obj, entry, changed, solved)
-    # A root moved by `move_root`: its location channels (no solver moves a bone otherwise).
-    moved = np.zeros(0, np.int64)
-    if obj.tendon.move_root:
-        moved = np.nonzero(np.abs(result.translations - translations).max(axis=1) > UNCHANGED)[0]
-        pose.write_vectors(obj, entry, "location", moved, result.translations)
-    return SolveOutcome(
-        goals=len(found.goals),
-        reached=bool(result.reached),
-        residual=float(result.residual),
-        iterations=int(result.iterations),
-        bones_written=len(set(changed.tolist()) | set(moved.tolist())),
-        seconds=time.perf_counter() - started,
-        warnings=found.warnings,
-        checks=effector_checks(obj, entry, found, evaluated),
-        moving=[entry.names[bone] for bone in moving],
+    use_tail = found.use_tail
+    reach = entry.remember(("reach", found.key), lambda: reach_segments(entry, tuple(found.chains), tuple(use_tail)))
+    check_bones = [entry.names[bone] for bone, _ in found.chains]
+    checks = make_checks(obj, entry, reach, check_bones, use_tail, found.points, evaluated)
+    moving_array = np.array(moving, np.int64)
+    moving_names = [entry.names[bone] for bone in moving]
+    if not plans and not found.refused and len(found.goals) == goal_count:
+        plan = entry.memo[("goals", effectors)]
+        inspect = any(
+            bone in entry.constrained
+            or bone in entry.driven
+            or bone in entry.no_inherit_rotation
+            or bone in entry.inherit_scale
+            for bone in moving
+        )
+        shortcut = Shortcut(
+            plan,
+            list(found.sighted),
+            moving,
+            moving_array,
+            moving_names,
+            inspect,
+            list(found.warnings),
+            reach,
+            check_bones,
+            use_tail,
+        )
+        entry.memo["shortcut"] = (effectors, shortcut)
+    return Prepared(
+        entry, found.goals, moving, moving_array, rotations, translations, scales, found.warnings, checks, moving_names
     )
 
 
-def current_goals(obj: bpy.types.Object) -> tuple[RigEntry, np.ndarray, GoalSet]:
+def solve(obj: bpy.types.Object, effectors: tuple[Effector | None, ...] | None = None) -> SolveOutcome:
+    """Solves armature `obj`'s effectors (`effectors`: their settings as `read_effectors`
+    gives them, when already read) from its current pose and writes the rotations of the
+    bones that moved. Raises TendonUserError, leaving the pose untouched, when nothing can
+    be solved."""
+    started = time.perf_counter()
+    problem = armature_problem(obj, need_pose_mode=False)
+    if problem:
+        raise TendonUserError(problem)
+    tendon = native.native()
+    if effectors is None:
+        effectors = read_effectors(obj)
+    prepared = None
+    entry = read_rig(obj)
+    known = entry.memo.get("shortcut")
+    if known is not None and known[0] == effectors:
+        prepared = known[1].prepare(obj, entry)
+    if prepared is None:
+        prepared = prepare_whole(obj, effectors)
+    entry, rotations, translations = prepared.entry, prepared.rotations, prepared.translations
+    solver = solver_for(obj.tendon)
+    set_reference(solver, obj, entry, rotations)
+    try:
+        result = solver.solve(entry.rig, prepared.goals, rotations, translations, prepared.scales)
+    except tendon.TendonError as error:
+        raise TendonUserError(f"Armature '{obj.name}': {error}") from error
+    solved = result.rotations
+    # Only the chains' bones are written (the others hold Blender's evaluated pose, as given).
+    bones = prepared.moving_array
+    moved_rotations = solved[bones]
+    if not np.isfinite(moved_rotations).all():
+        raise TendonUserError(f"Armature '{obj.name}': the solver produced non-finite rotations; pose unchanged")
+    changed = bones[np.abs(moved_rotations - rotations[bones]).max(axis=1) > UNCHANGED]
+    pose.write_rotations(obj, entry, changed, solved)
+    written = len(changed)
+    if obj.tendon.move_root:
+        # A root moved by `move_root`: its location channels (no solver moves a bone otherwise).
+        moved = np.nonzero(np.abs(result.translations - translations).max(axis=1) > UNCHANGED)[0]
+        pose.write_vectors(obj, entry, "location", moved, result.translations)
+        written = len(set(changed.tolist()) | set(moved.tolist()))
+    return SolveOutcome(
+        goals=len(prepared.goals),
+        reached=bool(result.reached),
+        residual=float(result.residual),
+        iterations=int(result.iterations),
+        bones_written=written,
+        seconds=time.perf_counter() - started,
+        warnings=prepared.warnings,
+        checks=prepared.checks,
+        moving=prepared.moving_names,
+    )
+
+
+def current_goals(
+    obj: bpy.types.Object, effectors: tuple[Effector | None, ...] | None = None
+) -> tuple[RigEntry, np.ndarray, GoalSet]:
     """The armature's rig from the cache, its pose's ``matrix_basis`` (n, 16, rig order)
     and its goals; the rig is built again when its bones changed unnoticed (a bone renamed,
     or their count not the rig's)."""
     try:
         entry = read_rig(obj)
-        return entry, pose.read_matrices(obj, entry, "matrix_basis"), build_goals(obj, entry)
+        return entry, pose.read_matrices(obj, entry, "matrix_basis"), build_goals(obj, entry, effectors)
     except pose.StaleRig:
         forget(obj)
         entry = read_rig(obj)
-        return entry, pose.read_matrices(obj, entry, "matrix_basis"), build_goals(obj, entry)
+        return entry, pose.read_matrices(obj, entry, "matrix_basis"), build_goals(obj, entry, effectors)
 
 
 def reset_chains(obj: bpy.types.Object) -> int:

@@ -200,3 +200,53 @@ def test_live_mode_finds_armatures_switched_on_duplicated_or_loaded(tmp_path: Pa
     rigs.update()
     obj = bpy.data.objects["Chain"]
     assert obj.tendon.status.startswith("Live: 1 effector(s)"), obj.tendon.status
+
+
+def chain_rotations(obj: bpy.types.Object) -> list[float]:
+    """The quaternions of b1 to b3, one flat list."""
+    return [value for name in ("b1", "b2", "b3") for value in obj.pose.bones[name].rotation_quaternion]
+
+
+def test_a_clean_solve_leaves_a_shortcut_that_steps_aside_for_anything_out_of_the_ordinary() -> None:
+    """A solve that refused and skipped nothing leaves a shortcut: while the effectors'
+    settings stay the same, the next solves read only the targets and the pose. It gives
+    the whole way's answer, and whatever the whole way refuses is still refused, named."""
+    obj, target = chain_with_target()
+    assert reached(solve())
+    entry = cached(obj)
+    settings, shortcut = entry.memo["shortcut"]
+    assert [entry.names[bone] for bone in shortcut.moving] == ["b1", "b2", "b3"]
+    start = chain_rotations(obj)
+    target.location.x += 0.05
+    rigs.update()
+    assert reached(solve())
+    assert entry.memo["shortcut"][1] is shortcut, "a solve with the same settings did not take the shortcut"
+    through_shortcut = chain_rotations(obj)
+    # The same solve the whole way, from the same start.
+    for k, name in enumerate(("b1", "b2", "b3")):
+        obj.pose.bones[name].rotation_quaternion = start[4 * k : 4 * k + 4]
+    rigs.update()
+    del entry.memo["shortcut"]
+    assert reached(solve())
+    assert chain_rotations(obj) == pytest.approx(through_shortcut, abs=1e-6)
+    assert start != pytest.approx(through_shortcut, abs=1e-3), "the target moved: the chain must have turned"
+    # Settings changed: a new shortcut for them.
+    obj.tendon.effectors[0].weight = 0.5
+    assert reached(solve())
+    assert entry.memo["shortcut"][1] is not shortcut and entry.memo["shortcut"][0] != settings
+    # A chain bone scaled to zero, then a target the library refuses: named as ever.
+    obj.pose.bones["b2"].scale = (0.0, 1.0, 1.0)
+    rigs.update()
+    refused = solve()
+    assert refused.startswith("refused") and "bone 'b2' is scaled to zero" in refused, refused
+    obj.pose.bones["b2"].scale = (1.0, 1.0, 1.0)
+    rigs.update()
+    assert reached(solve())
+    x = target.location.x
+    target.location.x = float("nan")
+    rigs.update()
+    refused = solve()
+    assert refused.startswith("refused") and "(bone 'b3') is not finite" in refused, refused
+    target.location.x = x
+    rigs.update()
+    assert reached(solve())
