@@ -532,6 +532,16 @@ impl JointLimits {
         moved.then(|| self.rotation_of(angles))
     }
 
+    /// The rotation of the neutral (every Euler angle 0), each angle clamped into its
+    /// range: the joint's most relaxed rotation within the limits (for Human Limits, a
+    /// standing pose). A stalled solve can start over from it when its own pose has wound
+    /// a joint far round, where neither a local step nor moving off a bound finds the way.
+    pub fn neutral_within(&self) -> Quat {
+        let mut angles = [0.0; 3];
+        self.clamp_angles(&mut angles);
+        self.rotation_of(angles)
+    }
+
     /// Whether `rotation` lies within the limits, allowing `slack` radians per axis.
     pub fn contains(&self, rotation: Quat, slack: f32) -> bool {
         let first = self.euler_of(rotation);
@@ -591,6 +601,25 @@ mod tests {
         // Inside the range, or free: nothing to move (locked axes are not bounds).
         assert!(k.unpinned(Quat::from_rotation_x(1.0), Some(0.26)).is_none());
         assert!(JointLimits::FREE.unpinned(straight, None).is_none());
+    }
+
+    #[test]
+    fn the_neutral_within_is_the_zero_angles_clamped() {
+        // Zero lies inside: the neutral itself, measured through roll and neutral.
+        let k = JointLimits {
+            roll: 0.3,
+            neutral: Quat::from_rotation_x(0.2),
+            ..knee()
+        };
+        let e = k.euler_of(k.neutral_within());
+        assert!(e.iter().all(|a| a.abs() < 1e-5), "{e:?}");
+        // Zero outside a range: its nearest bound.
+        let bent = JointLimits {
+            x: AxisLimit::Range { min: 0.5, max: 2.5 },
+            ..knee()
+        };
+        assert!((bent.euler_of(bent.neutral_within())[0] - 0.5).abs() < 1e-5);
+        assert_eq!(JointLimits::FREE.neutral_within(), Quat::IDENTITY);
     }
 
     #[test]

@@ -12,6 +12,7 @@ use super::driver::{GoalMode, Workspace};
 use super::{Closest, IterationParams, SolveReport, Solver};
 use crate::error::{Result, TendonError};
 use crate::goal::Goal;
+use crate::math::angle_between;
 use crate::math::dense::DampedSystem;
 use crate::rig::{Pose, Rig};
 use glam::{Quat, Vec3};
@@ -401,18 +402,37 @@ pub struct JacobianDls {
     unpin: Unpin,
 }
 
-/// How far each retry moves the joints pinned on a bound back inside: a small step first
-/// (the pose stays close to the stalled one), then the middle of the range.
-const UNPIN_STEPS: [Option<f32>; 2] = [Some(0.26), None];
+/// Where a retry starts from the stalled pose.
+#[derive(Debug, Clone, Copy)]
+enum Retry {
+    /// The goals' joints pinned on a bound moved back inside: by this step, or to the
+    /// middle of the range with `None` ([`JointLimits::unpinned`]).
+    ///
+    /// [`JointLimits::unpinned`]: crate::rig::JointLimits::unpinned
+    Unpin(Option<f32>),
+    /// The joints of the goals still missed within reach at their limits' neutral
+    /// ([`JointLimits::neutral_within`]).
+    ///
+    /// [`JointLimits::neutral_within`]: crate::rig::JointLimits::neutral_within
+    Neutral,
+}
 
-/// The poses of a solve retried with pinned joints moved off their bounds (sized the
-/// first time a solve stalls on limits, then reused).
+/// The retries in order, each only while none has reached: pinned joints a small step
+/// in (the pose stays close to the stalled one), then to the middle of their ranges; last
+/// the missed chains from their neutral, for a stall no move off a bound undoes.
+const RETRIES_FROM_STALL: [Retry; 3] =
+    [Retry::Unpin(Some(0.26)), Retry::Unpin(None), Retry::Neutral];
+
+/// The poses of a solve retried from its stalled pose (sized the first time a solve
+/// stalls on limits, then reused).
 #[derive(Debug, Clone)]
 struct Unpin {
     /// No retries (see [`JacobianDls::allow_unpin`]).
     disabled: bool,
     /// Which bones the goals turn (by index).
     bones: Vec<bool>,
+    /// Which bones the goals missed within reach turn (by index).
+    missed: Vec<bool>,
     stalled: Pose,
     start: Pose,
     best: Pose,
@@ -438,12 +458,21 @@ trait SolveOnce {
 /// Solves from `start`; when that stalls short of a target within its chain's reach, on
 /// a chain with limits, solves again from the stalled pose with the joints pinned on a
 /// bound moved back inside ([`JointLimits::unpinned`]: a small step, then the middle of
-/// the range) and keeps the closest pose. A joint on a bound has no first-order way
-/// back: on motion capture with human limits, a warm start left an elbow held straight
-/// on its stop while the target came nearer (the hand 37-200 mm short on 13% of the
-/// full-body frames of a tuning clip); the retries reach them.
+/// the range), then with the missed chains at their limits' neutral
+/// ([`JointLimits::neutral_within`]), and keeps the closest pose.
+///
+/// A joint on a bound has no first-order way back: on motion capture with human limits,
+/// a warm start left an elbow held straight on its stop while the target came nearer
+/// (the hand 37-200 mm short on 13% of the full-body frames of a tuning clip); moving
+/// off the bound reaches them. Frame after frame a warm start can also wind a joint far
+/// round its range: an upper arm at the ends of its swing ranges with its z angle turned
+/// to near -170 degrees, where the target lay on the far side of a 2.6 rad unwinding
+/// that moves the hand away first. Moving the pinned axes leaves the winding, so those
+/// retries fell back into it (the hand up to 40 mm short on limbs, tuning clips); the
+/// neutral unwinds it.
 ///
 /// [`JointLimits::unpinned`]: crate::rig::JointLimits::unpinned
+/// [`JointLimits::neutral_within`]: crate::rig::JointLimits::neutral_within
 fn solve_unpinning<S: SolveOnce>(
     solver: &mut S,
     rig: &Rig,
@@ -468,12 +497,25 @@ fn solve_unpinning<S: SolveOnce>(
     for &bone in &ws.goal_joints {
         unpin.bones[bone] = true;
     }
+    // The chains the neutral retry moves: those of the goals missed within reach that
+    // hold the solve back. The stall exit stops while the others are still converging,
+    // under a hundredth of the worst's score (their relative error under a tenth of its):
+    // they keep their stalled pose.
+    let missed = || (0..ws.goals.len()).filter(|&g| ws.misses_within_reach(g, params));
+    let worst = missed().map(|g| ws.score_of(&[g])).fold(0.0, f64::max);
+    unpin.missed.clear();
+    unpin.missed.resize(rig.len(), false);
+    for g in missed().filter(|&g| ws.score_of(&[g]) >= 0.01 * worst) {
+        for &bone in ws.joints(g) {
+            unpin.missed[bone] = true;
+        }
+    }
     unpin.stalled.copy_from(out);
     unpin.best.copy_from(out);
     let mut closest = Closest::new(report);
-    for step in UNPIN_STEPS {
-        if !unpin.prepare(rig, step) {
-            break;
+    for retry in RETRIES_FROM_STALL {
+        if !unpin.prepare(rig, retry) {
+            continue;
         }
         let again = match solver.solve_once(rig, &unpin.start, goals, out) {
             Ok(again) => again,
@@ -500,6 +542,7 @@ impl Default for Unpin {
         Unpin {
             disabled: false,
             bones: Vec::new(),
+            missed: Vec::new(),
             stalled: Pose::rest(0),
             start: Pose::rest(0),
             best: Pose::rest(0),
@@ -508,17 +551,27 @@ impl Default for Unpin {
 }
 
 impl Unpin {
-    /// Copies `stalled` into the retry's start with the pinned joints of the goals' bones
-    /// moved `step` off their bounds; false when none is pinned.
-    fn prepare(&mut self, rig: &Rig, step: Option<f32>) -> bool {
+    /// Copies `stalled` into the retry's start with the joints `retry` names moved;
+    /// false when it moves none (nothing pinned, the missed chains already at neutral).
+    fn prepare(&mut self, rig: &Rig, retry: Retry) -> bool {
         self.start.copy_from(&self.stalled);
+        let mask = match retry {
+            Retry::Unpin(_) => &self.bones,
+            Retry::Neutral => &self.missed,
+        };
         let mut moved = false;
-        for bone in (0..self.bones.len()).filter(|&b| self.bones[b]) {
+        for bone in (0..mask.len()).filter(|&b| mask[b]) {
             let limits = rig.limits(bone);
             if limits.is_free() {
                 continue;
             }
-            if let Some(rotation) = limits.unpinned(self.start.rotations[bone], step) {
+            let now = self.start.rotations[bone];
+            let rotation = match retry {
+                Retry::Unpin(step) => limits.unpinned(now, step),
+                Retry::Neutral => Some(limits.neutral_within())
+                    .filter(|neutral| angle_between(*neutral, now) > 1e-4),
+            };
+            if let Some(rotation) = rotation {
                 self.start.rotations[bone] = rotation;
                 moved = true;
             }

@@ -3,7 +3,7 @@
 //!
 //! Every solver owns reusable scratch memory: after the first solve on a rig, solving
 //! again allocates nothing. On limited joints, FABRIK's and CCD's damped least squares
-//! finish and the Jacobian solvers' retry from joints moved off their bounds size their
+//! finish and the Jacobian solvers' retries from a stalled pose size their
 //! own memory the first time they run (tests/allocation.rs checks both). Any solver can
 //! start from another's output (for example CCD for a rough pose, then damped least
 //! squares to refine it).
@@ -36,8 +36,9 @@ use serde::{Deserialize, Serialize};
 #[serde(default)]
 pub struct IterationParams {
     /// Most iterations per pass of a solve. A solve may run more than one pass: full-body
-    /// solving's second phase, and the Jacobian solvers' retries from joints moved off
-    /// their bounds (at most two), each with this cap; the report counts them all.
+    /// solving's second phase, and the Jacobian solvers' retries from a stalled pose
+    /// (joints moved off their bounds, missed chains at their neutral: at most three),
+    /// each with this cap; the report counts them all.
     pub max_iterations: u32,
     /// A goal is reached when its effector is within `tolerance` times its chain's length
     /// of the target (scale-free: the same value suits a finger and a crane).

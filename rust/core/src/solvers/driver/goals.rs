@@ -358,11 +358,15 @@ impl Workspace {
     /// Whether every goal the current pose misses lies beyond its chain's reach (measured
     /// from the topmost moving bone above it): no other pose of the chain would reach it.
     pub fn misses_only_out_of_reach(&self, params: &IterationParams) -> bool {
-        (0..self.goals.len()).all(|g| {
-            let goal = &self.goals[g];
-            self.goal_reached(g, params)
-                || self.head(goal.base).distance(goal.goal.target) >= goal.base_reach
-        })
+        !(0..self.goals.len()).any(|g| self.misses_within_reach(g, params))
+    }
+
+    /// Whether the current pose misses goal `g` though its target lies within its chain's
+    /// reach (see [`Workspace::misses_only_out_of_reach`]).
+    pub fn misses_within_reach(&self, g: usize, params: &IterationParams) -> bool {
+        let goal = &self.goals[g];
+        !self.goal_reached(g, params)
+            && self.head(goal.base).distance(goal.goal.target) < goal.base_reach
     }
 }
 
