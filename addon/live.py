@@ -65,7 +65,9 @@ def signature(obj: bpy.types.Object) -> tuple[tuple[Effector | None, ...], list[
     effector's bone exists (a bone renamed or deleted in Edit Mode is reported when Pose
     Mode returns, not when a target next moves)."""
     effectors = read_effectors(obj)
-    values: list[Any] = [obj.mode, obj.matrix_world.copy(), effectors]
+    # As text: a NaN typed into a setting equals itself there (else every update would
+    # solve again instead of measuring the last solve).
+    values: list[Any] = [obj.mode, obj.matrix_world.copy(), repr(effectors)]
     bones = obj.data.bones
     for effector in effectors:
         if effector is None:

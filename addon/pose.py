@@ -148,7 +148,7 @@ def mode_groups(obj: bpy.types.Object, entry: RigEntry, bones: np.ndarray) -> li
     in ``obj.pose.bones``), from one bulk read of the modes. The last grouping is kept on
     the rig: a solve after a solve usually writes the same bones in the same modes."""
     modes = rotation_modes(obj)
-    key = (modes.tobytes(), bones.tobytes())
+    key = (modes.tobytes(), bones.dtype.str, bones.tobytes())
     known = entry.memo.get("mode groups")
     if known is not None and known[0] == key:
         return known[1]

@@ -31,6 +31,9 @@ import numpy as np
 from . import chains, hooks, native, props
 from .native import TendonUserError
 
+#: The most things a rig remembers (see `RigEntry.remember`).
+MEMO_LIMIT = 512
+
 
 @dataclass
 class RigEntry:
@@ -62,9 +65,13 @@ class RigEntry:
     memo: dict[Any, Any] = field(default_factory=dict)
 
     def remember(self, key: Any, make: Callable[[], Any]) -> Any:
-        """`make()`, worked out once per rig (and per `key`)."""
+        """`make()`, worked out once per rig (and per `key`). Keys follow the effectors'
+        settings, which a slider drag in live mode changes at every step: past
+        `MEMO_LIMIT` entries the memo starts over (all of it can be worked out again)."""
         found = self.memo.get(key)
         if found is None:
+            if len(self.memo) >= MEMO_LIMIT:
+                self.memo.clear()
             found = self.memo[key] = make()
         return found
 

@@ -116,8 +116,8 @@ class GoalSet:
     warnings: list[str] = field(default_factory=list)
     #: The checked effector of each goal.
     sighted: list[Any] = field(default_factory=list)
-    #: Whether the library refused a goal of this solve (a target it cannot take).
-    refused: bool = False
+    #: The plan the goals came from (`GoalPlan`).
+    plan: Any = None
     #: What the goals follow from (the effectors' settings and which of them became goals),
     #: under which a rig remembers what it works out from them. Changed by `keep`.
     key: Any = None
@@ -304,7 +304,7 @@ def build_goals(
     plan = entry.remember(("goals", effectors), lambda: plan_goals(obj, entry, effectors))
     if plan.stale(obj):
         raise pose.StaleRig
-    found = GoalSet(warnings=list(plan.warnings))
+    found = GoalSet(warnings=list(plan.warnings), plan=plan)
     if not plan.sighted:
         return found
     targets = goal_targets(obj, plan.sighted)
@@ -315,7 +315,6 @@ def build_goals(
             goal = tendon.Goal(effector.bone, targets.points[0, k], **goal_arguments(s, targets, k))
         except tendon.TendonError as error:
             found.warnings.append(f"{s.label}: {error}; skipped")
-            found.refused = True
             continue
         kept.append(k)
         found.sighted.append(s)
@@ -812,8 +811,10 @@ def prepare_whole(obj: bpy.types.Object, effectors: tuple[Effector | None, ...])
     checks = make_checks(obj, entry, reach, check_bones, use_tail, found.points, evaluated)
     moving_array = np.array(moving, np.int64)
     moving_names = [entry.names[bone] for bone in moving]
-    if not plans and not found.refused and len(found.goals) == goal_count:
-        plan = entry.memo[("goals", effectors)]
+    plan = found.plan
+    # Only when every checked effector became a goal and stayed one (no goal refused, no
+    # loop, no chain bone refused): the shortcut then reads exactly the whole way's targets.
+    if not plans and len(found.goals) == goal_count == len(plan.sighted):
         inspect = any(
             bone in entry.constrained
             or bone in entry.driven
@@ -857,6 +858,8 @@ def solve(obj: bpy.types.Object, effectors: tuple[Effector | None, ...] | None =
     if known is not None and known[0] == effectors:
         prepared = known[1].prepare(obj, entry)
     if prepared is None:
+        # The whole way leaves a new shortcut only if this solve is out of the ordinary no more.
+        entry.memo.pop("shortcut", None)
         prepared = prepare_whole(obj, effectors)
     entry, rotations, translations = prepared.entry, prepared.rotations, prepared.translations
     solver = solver_for(obj.tendon)

@@ -286,6 +286,29 @@ def test_live_mode_follows_a_moving_target() -> None:
     assert (rigs.tail_world(obj, "b3") - target.location).length > 0.1, "off means off"
 
 
+def test_live_mode_measures_its_solve_even_with_a_nan_in_a_setting() -> None:
+    """Live mode solves when something it follows moved, and measures the solve in Blender's
+    pose at the next update that moves nothing it follows (Blender evaluates a pose written
+    from its update handler in a second pass that calls no handler). A NaN typed into an
+    effector's setting (here the pole angle, unused without a pole) must not look like a
+    change at every update, or that update would solve again instead of measuring."""
+    obj = rigs.chain(4)
+    target = rigs.empty("target", rigs.random_pose_tail(obj, "b3", seed=5))
+    elsewhere = rigs.empty("elsewhere", (3.0, 0.0, 0.0))
+    rigs.add_effector(obj, "b3", target)
+    effector = obj.tendon.effectors[0]
+    effector.pole_angle = float("nan")
+    assert math.isnan(effector.pole_angle)
+    obj.tendon.live = True
+    target.location = rigs.random_pose_tail(obj, "b3", seed=6)
+    rigs.update()  # the update that solves
+    assert "reached in Blender's pose" not in obj.tendon.status, obj.tendon.status
+    elsewhere.location.x += 1.0
+    rigs.update()  # an update of something else: the solve is measured
+    assert "1 effector(s) reached in Blender's pose" in obj.tendon.status, obj.tendon.status
+    assert (rigs.tail_world(obj, "b3") - target.location).length < 1e-4
+
+
 # --- Bad input ----------------------------------------------------------------------------
 
 
