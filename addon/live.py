@@ -73,12 +73,7 @@ def signature(obj: bpy.types.Object) -> tuple[tuple[Effector | None, ...], list[
         if effector is None:
             continue
         values.append(effector.bone in bones)
-        for target, subtarget in (
-            (effector.target, effector.subtarget),
-            (effector.pole_target, effector.pole_subtarget),
-        ):
-            if target is None:
-                continue
+        for target, subtarget in space.target_objects(effector):
             try:
                 values.append(space.target_world_matrix(target, subtarget, "").copy())
             except TendonUserError:

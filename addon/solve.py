@@ -6,10 +6,10 @@ the armature's world matrices, the pose (``matrix_basis`` and Blender's evaluate
 ``matrix``, in bulk) and the muting and influence of the chains' constraints
 (``chains.py``). The rig, its limits, which bones carry constraints or drivers, their
 inheritance options and what the effectors' settings imply come from the rig cache
-(``rig.py``). After a solve that refused and skipped nothing, a `Shortcut` on the rig keeps
-the goals' chains, the bones they move and how to measure them: while the effectors'
-settings stay the same, a solve reads only the targets and the pose, makes one native call
-for the start pose and one for the solve, and writes in bulk.
+(``rig.py``). After a solve in which every checked effector became a goal, a `Shortcut`
+on the rig keeps the goals' chains, the bones they move and how to measure them: while
+the effectors' settings stay the same, a solve reads only the targets and the pose, makes
+one native call for the start pose and one for the solve, and writes in bulk.
 """
 
 from __future__ import annotations
@@ -711,8 +711,7 @@ class Prepared:
 
     entry: RigEntry
     goals: list[Any]
-    #: The bones the goals may turn (rig indices, sorted), also as an array.
-    moving: list[int]
+    #: The bones the goals may turn (rig indices, sorted).
     moving_array: np.ndarray
     #: The start pose (rig order): local rotations (n, 4), translations and scales (n, 3).
     rotations: np.ndarray
@@ -725,8 +724,9 @@ class Prepared:
 
 @dataclass
 class Shortcut:
-    """What a solve that refused and skipped nothing per solve found out about an
-    armature's effectors on its rig: while their settings stay the same, the next solves
+    """What a solve in which every checked effector became a goal (none refused, none
+    dropped for a loop or a chain bone) found out about an armature's effectors on its
+    rig: while their settings stay the same, the next solves
     read only the targets and the pose, and go the whole way again at the first thing out
     of the ordinary (a bone renamed, a target the library refuses, a chain bone Blender
     does not pose from its channels), which the whole way then names."""
@@ -774,7 +774,6 @@ class Shortcut:
         return Prepared(
             entry,
             goals,
-            self.moving,
             self.moving_array,
             rotations,
             translations,
@@ -792,6 +791,7 @@ def prepare_whole(obj: bpy.types.Object, effectors: tuple[Effector | None, ...])
     if not found.goals:
         reasons = "; ".join(found.warnings) or "add an effector first"
         raise TendonUserError(f"Armature '{obj.name}' has no effector to solve: {reasons}")
+    # Solver settings the library refuses are named before anything else of the pose is read.
     solver_for(obj.tendon)
     evaluated = pose.read_matrices(obj, entry, "matrix")
     goal_count = len(found.goals)
@@ -836,7 +836,7 @@ def prepare_whole(obj: bpy.types.Object, effectors: tuple[Effector | None, ...])
         )
         entry.memo["shortcut"] = (effectors, shortcut)
     return Prepared(
-        entry, found.goals, moving, moving_array, rotations, translations, scales, found.warnings, checks, moving_names
+        entry, found.goals, moving_array, rotations, translations, scales, found.warnings, checks, moving_names
     )
 
 
