@@ -1,6 +1,8 @@
 """Live mode: armatures with ``Object.tendon.live`` re-solve whenever a target, the armature
 or the frame moves, from the dependency graph's update handler. Each solve's status is
-measured on the update that follows it, in the pose Blender then shows.
+measured in the pose Blender then shows: Blender evaluates a pose written from its update
+handler in a second pass that calls no handler, so a timer measures it once that pass is
+done (or the next update that moves nothing live mode follows, whichever comes first).
 
 The handler does almost nothing on the updates that concern no live armature: the live
 armatures are listed once (and again when relations change, a file loads or undo runs),
@@ -23,8 +25,8 @@ from .solve import Effector, SolveOutcome, read_effectors, solve
 _live: list[str] | None = None
 #: What each live armature's last solve started from (pointer -> values, see `signature`).
 _signatures: dict[int, list[Any]] = {}
-#: Live solves not yet measured in Blender's evaluated pose (pointer -> outcome).
-_unmeasured: dict[int, SolveOutcome] = {}
+#: Live solves not yet measured in Blender's evaluated pose (pointer -> armature name, outcome).
+_unmeasured: dict[int, tuple[str, SolveOutcome]] = {}
 #: Seconds the last live update of each armature took (pointer -> seconds), for the panel.
 live_timings: dict[int, float] = {}
 
@@ -100,22 +102,51 @@ def live_update(scene: bpy.types.Scene, force: bool = False) -> None:
             effectors, seen = signature(obj)
             if not force and _signatures.get(key) == seen:
                 # The update that follows a live solve: measure it in the pose Blender shows.
-                outcome = _unmeasured.pop(key, None)
-                if outcome is not None:
-                    outcome.measure(obj)
-                    set_status(obj, "Live: " + outcome.status())
+                pending = _unmeasured.pop(key, None)
+                if pending is not None:
+                    measure(obj, pending[1])
                 continue
             _signatures[key] = seen
             started = time.perf_counter()
             try:
                 outcome = solve(obj, effectors)
-                _unmeasured[key] = outcome
+                _unmeasured[key] = (obj.name, outcome)
                 status = "Live: " + outcome.status()
+                if not bpy.app.timers.is_registered(measure_pending):
+                    bpy.app.timers.register(measure_pending, first_interval=0.0)
             except TendonUserError as problem:
                 _unmeasured.pop(key, None)
                 status = f"Live: {problem}"
             live_timings[key] = time.perf_counter() - started
             set_status(obj, status)
+    finally:
+        _busy = False
+
+
+def measure(obj: bpy.types.Object, outcome: SolveOutcome) -> None:
+    """Measures a live solve in the pose Blender shows, and says so on the status line."""
+    try:
+        outcome.measure(obj)
+    except (KeyError, ReferenceError):
+        # A bone renamed or deleted since the solve: the next update reports it.
+        return
+    set_status(obj, "Live: " + outcome.status())
+
+
+def measure_pending() -> None:
+    """Measures every live solve not measured yet (a one-shot timer, run by Blender's event
+    loop after the pass that evaluated the written poses)."""
+    global _busy
+    if _busy:
+        return
+    _busy = True
+    try:
+        objects = bpy.data.objects
+        for key, (name, outcome) in list(_unmeasured.items()):
+            del _unmeasured[key]
+            obj = objects.get(name)
+            if obj is not None and obj.as_pointer() == key and obj.mode != "EDIT":
+                measure(obj, outcome)
     finally:
         _busy = False
 
@@ -181,4 +212,6 @@ def register() -> None:
 
 def unregister() -> None:
     hooks.disconnect(HANDLERS, LISTENERS)
+    if bpy.app.timers.is_registered(measure_pending):
+        bpy.app.timers.unregister(measure_pending)
     forget()

@@ -309,6 +309,35 @@ def test_live_mode_measures_its_solve_even_with_a_nan_in_a_setting() -> None:
     assert (rigs.tail_world(obj, "b3") - target.location).length < 1e-4
 
 
+def test_live_mode_measures_each_solve_once_blender_has_evaluated_it() -> None:
+    """Blender's event loop runs the timer a live solve registers after the pass that
+    evaluated the written pose (headless, there is no event loop: the test runs the timer
+    itself, as Blender would next). The status then says what Blender's pose shows."""
+    import importlib
+
+    live = importlib.import_module(f"{MODULE}.live")
+    obj = rigs.chain(4)
+    target = rigs.empty("target", rigs.random_pose_tail(obj, "b3", seed=5))
+    rigs.add_effector(obj, "b3", target)
+    obj.tendon.live = True
+    for seed in (6, 7):
+        target.location = rigs.random_pose_tail(obj, "b3", seed=seed)
+        rigs.update()  # the update that solves
+        assert "in Blender's pose" not in obj.tendon.status, obj.tendon.status
+        assert bpy.app.timers.is_registered(live.measure_pending)
+        live.measure_pending()
+        assert "1 effector(s) reached in Blender's pose" in obj.tendon.status, obj.tendon.status
+        shown = (rigs.tail_world(obj, "b3") - target.location).length
+        assert shown < 1e-4
+        largest = float(obj.tendon.status.split("largest error ")[1].split(")")[0])
+        assert largest == pytest.approx(shown, abs=1e-6)
+    # An armature deleted before the timer runs: nothing to measure, no error.
+    target.location = rigs.random_pose_tail(obj, "b3", seed=8)
+    rigs.update()
+    bpy.data.objects.remove(obj)
+    live.measure_pending()
+
+
 # --- Bad input ----------------------------------------------------------------------------
 
 
