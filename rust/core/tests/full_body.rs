@@ -169,3 +169,45 @@ fn full_body_priorities_still_reach_what_is_jointly_reachable() {
         assert!(reached >= floor, "{name}: {reached}/{trials}");
     }
 }
+
+#[test]
+fn weighing_world_turns_spares_the_shared_spine() {
+    // One hand reaches far across, its chain up through the chest; the head keeps its place.
+    // Weighing how far every bone turns in the armature (world_turn_weight) leaves the
+    // chest, which carries the head and both arms, less turned than the joints-only step.
+    let rig = humanoid();
+    let index = |name: &str| rig.index_of(name).unwrap();
+    let (head, hand, chest) = (index("head"), index("hand.L"), index("chest"));
+    let rest = Pose::rest(rig.len());
+    let mut arm = Pose::rest(rig.len());
+    for (bone, angle) in [("chest", 0.35), ("upper_arm.L", -0.9), ("forearm.L", 0.8)] {
+        arm.rotations[index(bone)] = Quat::from_rotation_z(angle) * Quat::from_rotation_x(0.3);
+    }
+    let goals = [
+        Goal::new(hand, tail(&rig, &arm, hand)).with_chain_length(5),
+        Goal::new(head, tail(&rig, &rest, head)).with_chain_length(4),
+    ];
+    let chest_turn = |weight: f32| {
+        let mut dls = JacobianDls::new(JacobianDlsParams {
+            world_turn_weight: weight,
+            ..JacobianDlsParams::default()
+        });
+        let (pose, report) = dls.solve(&rig, &rest, &goals).unwrap();
+        assert!(report.reached, "weight {weight}: {report:?}");
+        let got = tail(&rig, &pose, hand);
+        assert!(got.distance(goals[0].target) < 1e-4, "weight {weight}");
+        pose.rotations[chest].angle_between(Quat::IDENTITY)
+    };
+    let (joints_only, weighed) = (chest_turn(0.0), chest_turn(0.5));
+    assert!(
+        weighed < 0.9 * joints_only,
+        "chest turned {weighed} weighed, {joints_only} joints only"
+    );
+    // Out of range: refused, naming the setting.
+    let mut dls = JacobianDls::new(JacobianDlsParams {
+        world_turn_weight: 1.5,
+        ..JacobianDlsParams::default()
+    });
+    let error = dls.solve(&rig, &rest, &goals).unwrap_err().to_string();
+    assert!(error.contains("world_turn_weight"), "{error}");
+}

@@ -37,7 +37,8 @@ pub struct JacobianDlsParams {
     /// joint turns relative to its parent. 0 turns the joints as little as possible; higher
     /// keeps the bones pointing closer to where they were, so a spine shared by the head and
     /// the arms bends less for a hand's goal (on motion capture, closer to what actors do).
-    /// Not used with exclusive chains (each goal keeps to its own joints there).
+    /// Used when every joint of the solve is free (no limits) and moves a goal, and not
+    /// with exclusive chains (each goal keeps to its own joints there).
     pub world_turn_weight: f32,
 }
 
@@ -51,9 +52,10 @@ impl Default for JacobianDlsParams {
             },
             damping: 0.1,
             adaptive: true,
-            // Tuned on the motion-capture benchmark's tuning clips (scripts/bench_mocap.py):
-            // full body from a cold start 18.5 -> 13.4 degrees from the actor; limbs 13.1 -> 12.9.
-            world_turn_weight: 0.5,
+            // 0.5 on bench_mocap's tuning clips: full body from a cold start 18.5 -> 13.4
+            // degrees from the actor, limbs 12.9 -> 13.1; but held out, limbs came out worse
+            // (15.2 -> 15.5, warm 16.2 -> 17.1) and bakes took 1.5x as long: not yet the default.
+            world_turn_weight: 0.0,
         }
     }
 }
@@ -116,13 +118,8 @@ struct Scratch {
     nonzero: Vec<usize>,
     saved: Vec<Quat>,
     saved_euler: Vec<[f32; 3]>,
-    /// Per degree of freedom, how many moving bones its joint carries (itself included).
-    carried: Vec<f64>,
-    /// The free degrees of freedom of a weighted step, and their cost matrix `W`.
-    free: Vec<usize>,
-    metric: DampedSystem,
-    /// `W^-1 J^T` over the free degrees of freedom (`gain[f * rows + row]`), and one row
-    /// of `J` being turned into it.
+    /// `W^-1 J^T` of a weighted step (`gain[dof * rows + row]`), and one row of `J` being
+    /// turned into it.
     gain: Vec<f64>,
     row: Vec<f64>,
     /// The moving bones' tree, for the weighted step of free joints.
@@ -168,12 +165,6 @@ impl Scratch {
         self.saved.resize(rig.len(), Quat::IDENTITY);
         self.saved_euler.resize(rig.len(), [0.0; 3]);
         self.tree.prepare(rig, &self.bones);
-        let bones = &self.bones;
-        self.carried.clear();
-        self.carried.extend(self.dofs.iter().map(|dof| {
-            let below = rig.subtree(dof.bone);
-            bones.iter().filter(|b| below.contains(b)).count() as f64
-        }));
     }
 
     /// The armature-space axis of a degree of freedom at the current pose.
@@ -243,14 +234,16 @@ impl Scratch {
     fn dls_step(&mut self, ws: &Workspace, rig: &Rig, damping: f64, world_weight: f64) -> bool {
         self.held.iter_mut().for_each(|h| *h = None);
         for _ in 0..4 {
-            let solved = if world_weight > 0.0
+            // Only free joints that each move a goal: a joint that moves none (the bone of a
+            // goal at its head) would turn back against its parents' turns; on limited
+            // joints the weighting made motion capture less like the actor (tuning clips,
+            // Human Limits: limbs warm 17.8 -> 20.4 degrees) and took 4x longer.
+            let weighted = world_weight > 0.0
                 && self.dofs.len() == 3 * self.bones.len()
                 && self.dofs.iter().all(|d| !d.euler)
-                && (0..self.dofs.len()).all(|d| self.moves_a_goal(d))
-            {
+                && (0..self.dofs.len()).all(|d| self.moves_a_goal(d));
+            let solved = if weighted {
                 self.solve_free_weighted(damping, world_weight)
-            } else if world_weight > 0.0 {
-                self.solve_unheld_weighted(ws, rig, damping, world_weight)
             } else {
                 self.solve_unheld(ws, damping)
             };
@@ -298,78 +291,12 @@ impl Scratch {
         }
     }
 
-    /// The damped least squares step of least cost `x^T W x` over the free degrees of
-    /// freedom: `W^-1 J^T (J W^-1 J^T + lambda^2 I)^-1 e`, with `W = (1 - w) I + w M^T M`,
-    /// where `M` maps the joints' turns to every moving bone's turn in armature space (a
-    /// bone turns by the sum of its own and its moving ancestors' turns: entry `(a, b)` of
-    /// `M^T M` is the dot of the two axes times the moving bones both joints carry).
-    fn solve_unheld_weighted(
-        &mut self,
-        ws: &Workspace,
-        rig: &Rig,
-        damping: f64,
-        world_weight: f64,
-    ) -> bool {
-        let m = self.rows;
-        self.normal.reset(&self.error);
-        self.hold(ws);
-        self.free.clear();
-        // A joint that moves no goal (the bone of a goal at its head) keeps still, as it
-        // would unweighted: it would otherwise turn back against its parents' turns.
-        for d in 0..self.dofs.len() {
-            if self.held[d].is_none() {
-                if self.moves_a_goal(d) {
-                    self.free.push(d);
-                } else {
-                    self.step[d] = 0.0;
-                }
-            }
-        }
-        let n = self.free.len();
-        self.metric.resize(n);
-        self.row.clear();
-        self.row.resize(n, 0.0);
-        self.metric.reset(&self.row);
-        for (i, &a) in self.free.iter().enumerate() {
-            let (bone_a, axis_a) = (self.dofs[a].bone, self.axes[a]);
-            for (j, &b) in self.free.iter().enumerate() {
-                let bone_b = self.dofs[b].bone;
-                // The moving bones both joints carry: those below the lower of the two.
-                let shared = if rig.subtree(bone_a).contains(&bone_b) {
-                    self.carried[b]
-                } else if rig.subtree(bone_b).contains(&bone_a) {
-                    self.carried[a]
-                } else {
-                    continue;
-                };
-                let dot = axis_a.dot(self.axes[b]) as f64;
-                if dot != 0.0 {
-                    self.metric.add(i, j, world_weight * shared * dot);
-                }
-            }
-        }
-        if !self.metric.factor(1.0 - world_weight) {
-            return false;
-        }
-        self.gain.resize(n * m, 0.0);
-        for r in 0..m {
-            for (f, &d) in self.free.iter().enumerate() {
-                self.row[f] = self.jac[d * m + r];
-            }
-            self.metric.substitute(&mut self.row);
-            for (f, &g) in self.row.iter().enumerate() {
-                self.gain[f * m + r] = g;
-            }
-        }
-        let free = std::mem::take(&mut self.free);
-        let solved = self.accumulate_weighted_normal(free.iter().copied(), damping);
-        self.free = free;
-        solved
-    }
-
-    /// [`Scratch::solve_unheld_weighted`] when every joint is free (three turns about the
-    /// armature axes each): then `W` is the bones' tree matrix times the 3x3 identity,
-    /// solved in time linear in the bones ([`BoneTree`]).
+    /// The damped least squares step of least cost `x^T W x`:
+    /// `W^-1 J^T (J W^-1 J^T + lambda^2 I)^-1 e`, with `W = (1 - w) I + w M^T M`, where `M`
+    /// maps the joints' turns to every moving bone's turn in armature space (a bone turns
+    /// by its own and its moving ancestors' turns). For free joints (three turns about the
+    /// armature axes each) `W` is the bones' tree matrix times the 3x3 identity, solved in
+    /// time linear in the bones ([`BoneTree`]).
     fn solve_free_weighted(&mut self, damping: f64, world_weight: f64) -> bool {
         let m = self.rows;
         let n = self.dofs.len();
@@ -389,21 +316,10 @@ impl Scratch {
                 }
             }
         }
-        self.accumulate_weighted_normal(0..n, damping)
-    }
-
-    /// Adds `J W^-1 J^T` (from `gain`) over the free degrees of freedom `free` to the normal
-    /// equations, solves them and sets the free degrees of freedom's steps.
-    fn accumulate_weighted_normal(
-        &mut self,
-        free: impl Iterator<Item = usize> + Clone,
-        damping: f64,
-    ) -> bool {
-        let m = self.rows;
-        for (f, d) in free.clone().enumerate() {
+        for d in 0..n {
             let (column, gain) = (
                 &self.jac[d * m..(d + 1) * m],
-                &self.gain[f * m..(f + 1) * m],
+                &self.gain[d * m..(d + 1) * m],
             );
             // A joint moves only the goals below it: its column's other rows are zero.
             for (r, &j) in column.iter().enumerate().filter(|(_, j)| **j != 0.0) {
@@ -416,8 +332,8 @@ impl Scratch {
             return false;
         }
         let y = self.normal.solution();
-        for (f, d) in free.enumerate() {
-            self.step[d] = self.gain[f * m..(f + 1) * m]
+        for d in 0..n {
+            self.step[d] = self.gain[d * m..(d + 1) * m]
                 .iter()
                 .zip(y)
                 .map(|(g, y)| g * y)
