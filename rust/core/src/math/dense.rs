@@ -72,19 +72,6 @@ impl DampedSystem {
     /// system is not positive definite or the solution is not finite, leaving the solution
     /// unspecified; the system stays usable (`reset` starts afresh).
     pub(crate) fn solve(&mut self, damping_sq: f64) -> bool {
-        if !self.factor(damping_sq) {
-            return false;
-        }
-        let mut b = std::mem::take(&mut self.b);
-        self.substitute(&mut b);
-        self.b = b;
-        self.b.iter().all(|v| v.is_finite())
-    }
-
-    /// Factorises `A + damping^2 I` in place (the right-hand side is left alone), for
-    /// [`DampedSystem::substitute`] to solve any number of right-hand sides. False if it is
-    /// not positive definite.
-    pub(crate) fn factor(&mut self, damping_sq: f64) -> bool {
         let m = self.m;
         let a = &mut self.a;
         for i in 0..m {
@@ -111,13 +98,7 @@ impl DampedSystem {
                 }
             }
         }
-        true
-    }
-
-    /// Replaces `b` by the solution `x` of the factorised system (after a successful
-    /// [`DampedSystem::factor`]).
-    pub(crate) fn substitute(&self, b: &mut [f64]) {
-        let (m, a, first) = (self.m, &self.a, &self.first);
+        let b = &mut self.b;
         // L y = b, then L^T x = y (by columns of L^T, i.e. rows of L).
         for i in 0..m {
             let mut sum = b[i];
@@ -133,6 +114,7 @@ impl DampedSystem {
                 b[k] -= a[i * m + k] * x;
             }
         }
+        b.iter().all(|v| v.is_finite())
     }
 
     /// The solution `x` of the last successful [`DampedSystem::solve`].

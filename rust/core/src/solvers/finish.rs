@@ -54,8 +54,6 @@ impl FinishWithinLimits {
                 max_step_angle: own.iteration.max_step_angle,
                 ..*params
             },
-            // FABRIK and CCD chose their pose; the finish only closes the gap to the goals.
-            world_turn_weight: 0.0,
             ..own
         };
         let mut closest = Closest::new(report);

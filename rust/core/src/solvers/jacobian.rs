@@ -164,7 +164,8 @@ impl Scratch {
         self.normal.resize(m);
         self.saved.resize(rig.len(), Quat::IDENTITY);
         self.saved_euler.resize(rig.len(), [0.0; 3]);
-        self.tree.prepare(rig, &self.bones);
+        // Built at the first weighted step, if any (unweighted solves never need it).
+        self.tree.ready = false;
     }
 
     /// The armature-space axis of a degree of freedom at the current pose.
@@ -233,17 +234,18 @@ impl Scratch {
     /// for the error they leave, so other joints take it up instead of it being lost.
     fn dls_step(&mut self, ws: &Workspace, rig: &Rig, damping: f64, world_weight: f64) -> bool {
         self.held.iter_mut().for_each(|h| *h = None);
+        // Only free joints that each move a goal: a joint that moves none (the bone of a
+        // goal at its head) would turn back against its parents' turns; on limited joints
+        // the weighting made motion capture less like the actor (tuning clips, Human
+        // Limits: limbs warm 17.8 -> 20.4 degrees) and took 4x longer. (Free joints are
+        // never held, so a weighted step is solved once.)
+        let weighted = world_weight > 0.0
+            && self.dofs.len() == 3 * self.bones.len()
+            && self.dofs.iter().all(|d| !d.euler)
+            && (0..self.dofs.len()).all(|d| self.moves_a_goal(d));
         for _ in 0..4 {
-            // Only free joints that each move a goal: a joint that moves none (the bone of a
-            // goal at its head) would turn back against its parents' turns; on limited
-            // joints the weighting made motion capture less like the actor (tuning clips,
-            // Human Limits: limbs warm 17.8 -> 20.4 degrees) and took 4x longer.
-            let weighted = world_weight > 0.0
-                && self.dofs.len() == 3 * self.bones.len()
-                && self.dofs.iter().all(|d| !d.euler)
-                && (0..self.dofs.len()).all(|d| self.moves_a_goal(d));
             let solved = if weighted {
-                self.solve_free_weighted(damping, world_weight)
+                self.solve_free_weighted(rig, damping, world_weight)
             } else {
                 self.solve_unheld(ws, damping)
             };
@@ -297,10 +299,13 @@ impl Scratch {
     /// by its own and its moving ancestors' turns). For free joints (three turns about the
     /// armature axes each) `W` is the bones' tree matrix times the 3x3 identity, solved in
     /// time linear in the bones ([`BoneTree`]).
-    fn solve_free_weighted(&mut self, damping: f64, world_weight: f64) -> bool {
+    fn solve_free_weighted(&mut self, rig: &Rig, damping: f64, world_weight: f64) -> bool {
         let m = self.rows;
         let n = self.dofs.len();
         self.normal.reset(&self.error);
+        if !self.tree.ready {
+            self.tree.prepare(rig, &self.bones);
+        }
         self.tree.weigh(world_weight);
         self.gain.resize(n * m, 0.0);
         let bones = self.bones.len();
@@ -504,6 +509,8 @@ struct BoneTree {
     /// parent always comes before its children).
     parent: Vec<Option<usize>>,
     children: Vec<f64>,
+    /// Whether `parent` and `children` describe the current solve's moving bones.
+    ready: bool,
     /// The weight `w` the pivots were computed for, and the pivots.
     weight: f64,
     pivot: Vec<f64>,
@@ -526,6 +533,7 @@ impl BoneTree {
             self.children[*p] += 1.0;
         }
         self.weight = f64::NAN;
+        self.ready = true;
     }
 
     /// Computes the pivots of `T` for the weight `w` (once per weight).

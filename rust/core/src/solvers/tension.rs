@@ -325,10 +325,7 @@ impl Solver for TensionMinimizer {
                 Some(self.fabrik.solve_into(rig, start, goals, &mut self.first)?)
             }
             TensionStart::JacobianDls => {
-                self.dls.params = JacobianDlsParams {
-                    iteration: params.iteration,
-                    ..start_dls_params()
-                };
+                self.dls.params.iteration = params.iteration;
                 Some(self.dls.solve_into(rig, start, goals, &mut self.first)?)
             }
         };
@@ -455,7 +452,7 @@ impl Solver for TensionMinimizer {
         if params.polish && !result.reached {
             self.dls.params = JacobianDlsParams {
                 iteration: params.iteration,
-                ..start_dls_params()
+                ..JacobianDlsParams::default()
             };
             // The start solve reached (else it was returned above): the polish must not
             // trade the full body's priorities for reach it can fall back on.
@@ -725,15 +722,5 @@ fn joint_tension(
             let turn = *inverse * rotation;
             limits.tension_from(angles, limits.turn_angles(turn), *reference_angles, comfort)
         }
-    }
-}
-
-/// The damped least squares that finds where relaxing starts and polishes after it: each
-/// step turning the joints least (the relaxing decides what is natural, and the weighted
-/// step's cost on limited joints would take most of its time budget).
-fn start_dls_params() -> JacobianDlsParams {
-    JacobianDlsParams {
-        world_turn_weight: 0.0,
-        ..JacobianDlsParams::default()
     }
 }
