@@ -55,10 +55,16 @@ class StaleRig(Exception):
 
 def read_matrices(obj: bpy.types.Object, entry: RigEntry, name: str) -> np.ndarray:
     """Every pose bone's `name` matrix (``matrix_basis`` or the evaluated ``matrix``), (n,
-    16) column-major each, in the rig's order. Raises StaleRig when the armature does not
-    have the rig's bone count (counting them would cost a walk over every bone): one spare
-    matrix, marked, stays untouched exactly when there are no more bones, and the last
-    expected one is filled exactly when there are no fewer."""
+    16) column-major each, in the rig's order. Raises StaleRig (see `read_rows`)."""
+    return in_rig_order(entry, read_rows(obj, entry, name))
+
+
+def read_rows(obj: bpy.types.Object, entry: RigEntry, name: str) -> np.ndarray:
+    """Every pose bone's `name` matrix, (n, 16) column-major each, in the order of
+    ``obj.pose.bones``. Raises StaleRig when the armature does not have the rig's bone
+    count (counting them would cost a walk over every bone): one spare matrix, marked,
+    stays untouched exactly when there are no more bones, and the last expected one is
+    filled exactly when there are no fewer."""
     n = entry.count
     flat = np.empty((n + 1) * 16, np.float32)
     marks = flat.view(np.uint32)
@@ -69,7 +75,52 @@ def read_matrices(obj: bpy.types.Object, entry: RigEntry, name: str) -> np.ndarr
         raise StaleRig from error
     if marks[n * 16] != UNWRITTEN or marks[(n - 1) * 16] == UNWRITTEN:
         raise StaleRig
-    return in_rig_order(entry, flat[: n * 16].reshape(n, 16))
+    return flat[: n * 16].reshape(n, 16)
+
+
+class PoseBuffers:
+    """The arrays a repeated solve of one armature reads into and writes from, made once:
+    every pose bone's ``matrix_basis`` and ``matrix`` ((n, 16) column-major, pose order),
+    rotation modes and rotation channels. A live tick then allocates nothing."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.flat = {name: np.empty((count + 1) * 16, np.float32) for name in ("matrix_basis", "matrix")}
+        self.marks = {name: flat.view(np.uint32) for name, flat in self.flat.items()}
+        self.rows = {name: flat[: count * 16].reshape(count, 16) for name, flat in self.flat.items()}
+        self.modes = np.empty(count, np.int32)
+        self.channels: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def matrices(self, pose_bones: bpy.types.bpy_prop_collection, name: str) -> np.ndarray:
+        """`read_rows` into the buffer of `name`; raises StaleRig the same way."""
+        count, flat, marks = self.count, self.flat[name], self.marks[name]
+        marks[(count - 1) * 16] = marks[count * 16] = UNWRITTEN
+        try:
+            pose_bones.foreach_get(name, flat)
+        except RuntimeError as error:
+            raise StaleRig from error
+        if marks[count * 16] != UNWRITTEN or marks[(count - 1) * 16] == UNWRITTEN:
+            raise StaleRig
+        return self.rows[name]
+
+    def rotation_modes(self, pose_bones: bpy.types.bpy_prop_collection) -> np.ndarray:
+        """Every pose bone's rotation mode (``MODES`` keys); call after `matrices`, which
+        checks the bone count."""
+        pose_bones.foreach_get("rotation_mode", self.modes)
+        return self.modes
+
+    def channel(self, pose_bones: bpy.types.bpy_prop_collection, name: str, width: int) -> np.ndarray:
+        """The pose bones' property `name` read into its buffer, (n, width)."""
+        known = self.channels.get(name)
+        if known is None:
+            flat = np.empty(self.count * width, np.float32)
+            known = self.channels[name] = (flat, flat.reshape(self.count, width))
+        pose_bones.foreach_get(name, known[0])
+        return known[1]
+
+    def write(self, pose_bones: bpy.types.bpy_prop_collection, name: str) -> None:
+        """Writes the buffer of channel property `name` back whole."""
+        pose_bones.foreach_set(name, self.channels[name][0])
 
 
 def channel_pose(
@@ -144,9 +195,10 @@ class Channels:
 
 
 def mode_groups(obj: bpy.types.Object, entry: RigEntry, bones: np.ndarray) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """`bones` (rig indices) grouped by rotation mode: (mode, the group's bones, their rows
-    in ``obj.pose.bones``), from one bulk read of the modes. The last grouping is kept on
-    the rig: a solve after a solve usually writes the same bones in the same modes."""
+    """`bones` (rig indices) grouped by rotation mode: (mode, the group's positions in
+    `bones`, their rows in ``obj.pose.bones``), from one bulk read of the modes. The last
+    grouping is kept on the rig: a solve after a solve usually writes the same bones in the
+    same modes."""
     modes = rotation_modes(obj)
     key = (modes.tobytes(), bones.dtype.str, bones.tobytes())
     known = entry.memo.get("mode groups")
@@ -156,12 +208,12 @@ def mode_groups(obj: bpy.types.Object, entry: RigEntry, bones: np.ndarray) -> li
     bone_modes = modes[rows]
     first = bone_modes[0]
     if (bone_modes == first).all():
-        groups = [(MODES[int(first)], bones, rows)]
+        groups = [(MODES[int(first)], np.arange(len(bones)), rows)]
     else:
         groups = []
         for value in np.unique(bone_modes).tolist():
-            which = bone_modes == value
-            groups.append((MODES[value], bones[which], rows[which]))
+            which = np.nonzero(bone_modes == value)[0]
+            groups.append((MODES[value], which, rows[which]))
     entry.memo["mode groups"] = (key, groups)
     return groups
 
@@ -175,8 +227,8 @@ def previous_channels(
         return []
     channels = Channels(obj)
     return [
-        (mode, members, channels.array(*rotation_channel(mode))[rows])
-        for mode, members, rows in mode_groups(obj, entry, bones)
+        (mode, bones[positions], channels.array(*rotation_channel(mode))[rows])
+        for mode, positions, rows in mode_groups(obj, entry, bones)
     ]
 
 
@@ -188,7 +240,7 @@ SINGLE_WRITE_COST = 40
 
 
 def write_rotations(obj: bpy.types.Object, entry: RigEntry, bones: np.ndarray, rotations: np.ndarray) -> None:
-    """Writes the local rotations (rig order, w-first) of `bones` in each bone's rotation
+    """Writes `rotations` ((k, 4) w-first, one a bone of `bones`) in each bone's rotation
     mode, each value nearest the bone's current one (no Euler flips, no quaternion sign
     jumps): per mode one native conversion; per channel property one bulk write, or for a
     few bones of a large armature a write per bone (see `SINGLE_WRITE_COST`)."""
@@ -204,14 +256,14 @@ def write_rotations(obj: bpy.types.Object, entry: RigEntry, bones: np.ndarray, r
         for mode, members in groups.items():
             name = rotation_channel(mode)[0]
             previous = np.array([getattr(targets[k], name) for k in members], np.float32)
-            values = tendon.rotation_channels(rotations[bones[members]], mode, previous)
+            values = tendon.rotation_channels(rotations[members], mode, previous)
             for k, channel in zip(members, values, strict=True):
                 setattr(targets[k], name, channel)
         return
     channels = Channels(obj)
-    for mode, members, rows in mode_groups(obj, entry, bones):
+    for mode, positions, rows in mode_groups(obj, entry, bones):
         array = channels.array(*rotation_channel(mode))
-        array[rows] = tendon.rotation_channels(rotations[members], mode, array[rows])
+        array[rows] = tendon.rotation_channels(rotations[positions], mode, array[rows])
     channels.write()
     tag_pose(obj)
 

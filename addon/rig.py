@@ -237,6 +237,9 @@ def structure_changed(depsgraph: Any) -> bool:
     """Whether an update says some armature's bones (or their constraints or drivers) may
     have changed: the relations were rebuilt (the scene is among the updates), or an
     armature's data was updated without a transform (a bone renamed)."""
+    # Two type queries answer most updates (a target moved) without a Python object per update.
+    if not (depsgraph.id_type_updated("SCENE") or depsgraph.id_type_updated("ARMATURE")):
+        return False
     for update in depsgraph.updates:
         id_data = update.id
         if isinstance(id_data, bpy.types.Scene):

@@ -576,6 +576,13 @@ def set_reference(solver: Any, obj: bpy.types.Object, entry: RigEntry, current: 
 
 # --- One solve ----------------------------------------------------------------------------
 
+#: `PosePlan.solve`'s argument for each rotation channel property.
+CHANNEL_ARGUMENTS = {
+    "rotation_quaternion": "quaternions",
+    "rotation_euler": "eulers",
+    "rotation_axis_angle": "axis_angles",
+}
+
 
 @dataclass
 class Checks:
@@ -746,6 +753,100 @@ class Shortcut:
     reach: tuple[np.ndarray, ...]
     check_bones: list[str]
     use_tail: list[bool]
+    #: The goals planned natively (`PosePlan`), made by the first `solve` that can use it.
+    native_plan: Any = None
+    #: The pose bones' rotation modes last seen (as bytes) and `channel_properties` for them.
+    known_modes: tuple[bytes, list[tuple[str, int]]] | None = None
+    #: The arrays `solve` reads into and writes from.
+    buffers: pose.PoseBuffers | None = None
+
+    def solve(self, obj: bpy.types.Object, entry: RigEntry, started: float) -> SolveOutcome | None:
+        """The solve in one native call between the bulk reads and the bulk write, or None
+        when it must be prepared (`prepare`): a moving bone's constraints, drivers or
+        inheritance options to look at, a root to move, a stored reference pose, a bone
+        renamed, a target or pose the library refuses, or a start the native plan finds
+        needs a closer look (a bone not where its channels put it, a scale of zero)."""
+        settings = obj.tendon
+        if (
+            self.inspect
+            or settings.move_root
+            or (settings.solver == "TENSION" and settings.tension_reference == "ACTION")
+            or self.plan.stale(obj)
+        ):
+            return None
+        tendon = native.native()
+        pose_bones = obj.pose.bones
+        buffers = self.buffers
+        if buffers is None:
+            buffers = self.buffers = pose.PoseBuffers(entry.count)
+        try:
+            targets = goal_targets(obj, self.sighted)
+            basis = buffers.matrices(pose_bones, "matrix_basis")
+            evaluated = buffers.matrices(pose_bones, "matrix")
+            solver = solver_for(settings)
+            plan = self.native_plan
+            if plan is None:
+                goals = [
+                    tendon.Goal(s.settings.bone, targets.points[0, k], **goal_arguments(s, targets, k))
+                    for k, s in enumerate(self.sighted)
+                ]
+                plan = self.native_plan = tendon.PosePlan(
+                    entry.rig,
+                    goals,
+                    self.moving,
+                    entry.pose_order.tolist(),
+                    [entry.chain(s.bone, s.chain_length) for s in self.sighted],
+                    self.use_tail,
+                    pose.MODES,
+                )
+            points = targets.points[0]
+            modes = buffers.rotation_modes(pose_bones)
+            properties = self.channel_properties(entry, modes)
+            arrays = {CHANNEL_ARGUMENTS[name]: buffers.channel(pose_bones, name, width) for name, width in properties}
+            found = plan.solve(
+                solver,
+                basis,
+                evaluated,
+                points,
+                rotation_targets=None if targets.rotations is None else targets.rotations[0],
+                poles=None if targets.poles is None else targets.poles[0],
+                relative=settings.tolerance + MEASURE_SLACK,
+                mismatch=chains.CHANNEL_MISMATCH,
+                collapsed=pose.COLLAPSED_SCALE,
+                unchanged=UNCHANGED,
+                rotation_modes=modes,
+                **arrays,
+            )
+        except (tendon.TendonError, TendonUserError, pose.StaleRig):
+            # The prepared path names whatever is at fault.
+            return None
+        if found is None:
+            return None
+        changed, _rotations, reached, residual, iterations, tolerances = found
+        if len(changed):
+            for name, _width in properties:
+                buffers.write(pose_bones, name)
+            pose.tag_pose(obj)
+        return SolveOutcome(
+            goals=len(self.sighted),
+            reached=bool(reached),
+            residual=float(residual),
+            iterations=int(iterations),
+            bones_written=len(changed),
+            seconds=time.perf_counter() - started,
+            warnings=list(self.warnings),
+            checks=Checks(self.check_bones, self.use_tail, points, tolerances),
+            moving=self.moving_names,
+        )
+
+    def channel_properties(self, entry: RigEntry, modes: np.ndarray) -> list[tuple[str, int]]:
+        """The rotation channel properties (name, width) of the moving bones' modes
+        (`modes`: every pose bone's), worked out again only when some bone's mode changed."""
+        key = modes.tobytes()
+        if self.known_modes is None or self.known_modes[0] != key:
+            used = {int(m) for m in modes[entry.pose_order[self.moving_array]].tolist()}
+            self.known_modes = (key, sorted({pose.rotation_channel(pose.MODES[m]) for m in used}))
+        return self.known_modes[1]
 
     def prepare(self, obj: bpy.types.Object, entry: RigEntry) -> Prepared | None:
         """The solve prepared, or None when it must go the whole way."""
@@ -856,6 +957,9 @@ def solve(obj: bpy.types.Object, effectors: tuple[Effector | None, ...] | None =
     entry = read_rig(obj)
     known = entry.memo.get("shortcut")
     if known is not None and known[0] == effectors:
+        outcome = known[1].solve(obj, entry, started)
+        if outcome is not None:
+            return outcome
         prepared = known[1].prepare(obj, entry)
     if prepared is None:
         # The whole way leaves a new shortcut only if this solve is out of the ordinary no more.
@@ -875,7 +979,7 @@ def solve(obj: bpy.types.Object, effectors: tuple[Effector | None, ...] | None =
     if not np.isfinite(moved_rotations).all():
         raise TendonUserError(f"Armature '{obj.name}': the solver produced non-finite rotations; pose unchanged")
     changed = bones[np.abs(moved_rotations - rotations[bones]).max(axis=1) > UNCHANGED]
-    pose.write_rotations(obj, entry, changed, solved)
+    pose.write_rotations(obj, entry, changed, solved[changed])
     written = len(changed)
     if obj.tendon.move_root:
         # A root moved by `move_root`: its location channels (no solver moves a bone otherwise).

@@ -221,6 +221,7 @@ def test_a_clean_solve_leaves_a_shortcut_that_steps_aside_for_anything_out_of_th
     rigs.update()
     assert reached(solve())
     assert entry.memo["shortcut"][1] is shortcut, "a solve with the same settings did not take the shortcut"
+    assert shortcut.native_plan is not None, "the shortcut did not solve in its one native call"
     through_shortcut = chain_rotations(obj)
     # The same solve the whole way, from the same start.
     for k, name in enumerate(("b1", "b2", "b3")):
@@ -262,3 +263,53 @@ def test_a_clean_solve_leaves_a_shortcut_that_steps_aside_for_anything_out_of_th
     status = solve()
     assert reached(status) and "(a loop)" in status, status
     assert "shortcut" not in entry.memo
+
+
+def test_the_shortcut_writes_each_bone_in_its_own_rotation_mode() -> None:
+    """The shortcut's one native call writes the channels of each bone's own mode (here an
+    Euler order, axis-angle and a quaternion in one chain), nearest their current values,
+    and leaves every other channel as it was: the same pose as the whole way."""
+    obj, target = chain_with_target()
+    modes = {"b1": "ZXY", "b2": "AXIS_ANGLE", "b3": "QUATERNION"}
+    for name, mode in modes.items():
+        obj.pose.bones[name].rotation_mode = mode
+    # An Euler angle a full turn round: the written angle must stay near it, not jump back.
+    obj.pose.bones["b1"].rotation_euler = (0.0, 2 * 3.141592653589793, 0.0)
+    rigs.update()
+    assert reached(solve())
+    entry = cached(obj)
+    shortcut = entry.memo["shortcut"][1]
+
+    def channels() -> dict[str, list[float]]:
+        return {
+            f"{name}.{path}": list(getattr(obj.pose.bones[name], path))
+            for name in ("b1", "b2", "b3")
+            for path in ("rotation_quaternion", "rotation_euler", "rotation_axis_angle")
+        }
+
+    before = channels()
+    target.location.x += 0.05
+    rigs.update()
+    assert reached(solve())
+    assert shortcut.native_plan is not None and entry.memo["shortcut"][1] is shortcut
+    after = channels()
+    active = {"b1": "rotation_euler", "b2": "rotation_axis_angle", "b3": "rotation_quaternion"}
+    for key, values in after.items():
+        name, path = key.split(".")
+        if path == active[name]:
+            assert values != pytest.approx(before[key], abs=1e-4), f"{key} did not turn"
+        else:
+            assert values == pytest.approx(before[key], abs=0.0), f"{key} is not {name}'s mode, yet changed"
+    # Still a full turn round about Y, like the channels it started from.
+    assert abs(after["b1.rotation_euler"][1] - 2 * 3.141592653589793) < 1.0
+    through_shortcut = {key: after[key] for key in (f"{name}.{path}" for name, path in active.items())}
+    # The whole way from the same start gives the same channels.
+    for key, values in before.items():
+        name, path = key.split(".")
+        setattr(obj.pose.bones[name], path, values)
+    rigs.update()
+    del entry.memo["shortcut"]
+    assert reached(solve())
+    whole_way = channels()
+    for key, values in through_shortcut.items():
+        assert whole_way[key] == pytest.approx(values, abs=1e-5), key

@@ -7,7 +7,8 @@
 //!
 //! - `errors`: the exceptions and the one mapping to them;
 //! - `arrays`: reading and writing float32 arrays, and the caller-order remap;
-//! - `rig`, `goal`, `solver`, `spring`: the classes; `frames`: a frame range's inputs for
+//! - `rig`, `goal`, `solver`, `spring`: the classes; `plan`: goals planned once and solved
+//!   again and again from the matrices Blender's pose bones give; `frames`: a frame range's inputs for
 //!   the core's frame driver (`tendon_core::batch`);
 //! - `blender`: helpers in Blender's conventions for the add-on;
 //! - `hooks` (feature `hooks`): what only the tests and benchmarks call.
@@ -19,6 +20,7 @@ mod frames;
 mod goal;
 #[cfg(feature = "hooks")]
 mod hooks;
+mod plan;
 mod rig;
 mod solver;
 mod spring;
@@ -34,6 +36,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<solver::SolveResult>()?;
     m.add_class::<solver::FramesResult>()?;
     m.add_class::<spring::SpringSimulation>()?;
+    m.add_class::<plan::PosePlan>()?;
     errors::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     #[cfg(feature = "hooks")]

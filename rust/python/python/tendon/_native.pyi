@@ -13,6 +13,7 @@ __all__ = [
     "InternalError",
     "LimitError",
     "NonFiniteError",
+    "PosePlan",
     "Result",
     "Rig",
     "RigError",
@@ -197,6 +198,39 @@ class Solver:
     def _time_native_frames(
         self, rig: Rig, goals: list[Goal], targets: _ArrayLike, repeats: int, warm: bool = True
     ) -> float: ...
+
+@final
+class PosePlan:
+    """A solve planned for repeated solves from Blender's pose matrices (the add-on's)."""
+
+    def __new__(
+        cls,
+        rig: Rig,
+        goals: list[Goal],
+        moving: list[int],
+        pose_rows: list[int],
+        chains: list[list[int]],
+        use_tail: list[bool],
+        modes: dict[int, str],
+    ) -> PosePlan: ...
+    def solve(
+        self,
+        solver: Solver,
+        basis: _ArrayLike,
+        evaluated: _ArrayLike,
+        targets: _ArrayLike,
+        *,
+        rotation_targets: _ArrayLike | None = None,
+        poles: _ArrayLike | None = None,
+        relative: float,
+        mismatch: float,
+        collapsed: float,
+        unchanged: float,
+        rotation_modes: _ArrayLike,
+        quaternions: _ArrayLike | None = None,
+        eulers: _ArrayLike | None = None,
+        axis_angles: _ArrayLike | None = None,
+    ) -> tuple[npt.NDArray[np.int64], _Float32Array, bool, float, int, npt.NDArray[np.float64]] | None: ...
 
 @final
 class SpringSimulation:
