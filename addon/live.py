@@ -44,9 +44,11 @@ def forget() -> None:
 def live_objects(scene: bpy.types.Scene) -> list[bpy.types.Object]:
     """The armatures of `scene` with live mode on."""
     global _live
-    objects = scene.objects
     if _live is None:
         _live = [obj.name for obj in bpy.data.objects if obj.type == "ARMATURE" and obj.tendon.live]
+    if not _live:
+        return []
+    objects = scene.objects
     found = []
     for name in _live:
         obj = objects.get(name)
@@ -61,26 +63,41 @@ def set_status(obj: bpy.types.Object, status: str) -> None:
         obj.tendon.status = status
 
 
-def signature(obj: bpy.types.Object) -> tuple[tuple[Effector | None, ...], list[Any]]:
+def signature(obj: bpy.types.Object) -> tuple[tuple[Effector | None, ...], list[Any], space.WorldTargets]:
     """The effectors' settings, and everything a live solve depends on that moves: those
     settings, the armature's and targets' world matrices, the mode, and whether each
     effector's bone exists (a bone renamed or deleted in Edit Mode is reported when Pose
-    Mode returns, not when a target next moves)."""
+    Mode returns, not when a target next moves). Also the targets' world matrices by
+    effector, for the solve (read once)."""
     effectors = read_effectors(obj)
-    # As text: a NaN typed into a setting equals itself there (else every update would
-    # solve again instead of measuring the last solve).
-    values: list[Any] = [obj.mode, obj.matrix_world.copy(), repr(effectors)]
+    values: list[Any] = [obj.mode, obj.matrix_world.copy(), effectors]
+    world: space.WorldTargets = {}
     bones = obj.data.bones
-    for effector in effectors:
+    for position, effector in enumerate(effectors):
         if effector is None:
             continue
         values.append(effector.bone in bones)
+        matrices = world[position] = []
         for target, subtarget in space.target_objects(effector):
             try:
-                values.append(space.target_world_matrix(target, subtarget, "").copy())
+                matrix = space.target_world_matrix(target, subtarget, "").copy()
             except TendonUserError:
-                values.append(None)
-    return effectors, values
+                matrix = None
+            values.append(matrix)
+            matrices.append(matrix)
+    return effectors, values, world
+
+
+def unchanged(last: list[Any] | None, seen: list[Any]) -> bool:
+    """Whether two signatures agree; the settings as text when they differ as values: a NaN
+    typed into a setting equals itself there (else every update would solve again instead
+    of measuring the last solve)."""
+    if last is None:
+        return False
+    if last == seen:
+        return True
+    # Only the settings (third) can hold a NaN; compared as text only when all else agrees.
+    return last[:2] == seen[:2] and last[3:] == seen[3:] and repr(last[2]) == repr(seen[2])
 
 
 def live_update(scene: bpy.types.Scene, force: bool = False) -> None:
@@ -99,8 +116,8 @@ def live_update(scene: bpy.types.Scene, force: bool = False) -> None:
                 _unmeasured.pop(key, None)
                 set_status(obj, "Live: paused in Edit Mode")
                 continue
-            effectors, seen = signature(obj)
-            if not force and _signatures.get(key) == seen:
+            effectors, seen, world = signature(obj)
+            if not force and unchanged(_signatures.get(key), seen):
                 # The update that follows a live solve: measure it in the pose Blender shows.
                 pending = _unmeasured.pop(key, None)
                 if pending is not None:
@@ -109,7 +126,7 @@ def live_update(scene: bpy.types.Scene, force: bool = False) -> None:
             _signatures[key] = seen
             started = time.perf_counter()
             try:
-                outcome = solve(obj, effectors)
+                outcome = solve(obj, effectors, world)
                 _unmeasured[key] = (obj.name, outcome)
                 status = "Live: " + outcome.status()
                 if not bpy.app.timers.is_registered(measure_pending):

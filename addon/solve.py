@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 import bpy
 import numpy as np
-from mathutils import Euler, Quaternion, Vector
+from mathutils import Euler, Matrix, Quaternion, Vector
 
 from . import chains, keys, native, pose, space
 from .native import TendonUserError
@@ -78,26 +78,34 @@ class Effector(NamedTuple):
 
 
 def read_effectors(obj: bpy.types.Object) -> tuple[Effector | None, ...]:
-    """The armature's effectors (None for a disabled one), as the solve needs them."""
-    return tuple(
-        Effector(
-            e.bone,
-            e.target,
-            e.subtarget,
-            e.chain_length,
-            e.weight,
-            e.use_tail,
-            e.use_rotation,
-            e.rotation_weight,
-            e.pole_target,
-            e.pole_subtarget,
-            e.pole_angle,
-            e.use_scale,
+    """The armature's effectors (None for a disabled one), as the solve needs them: a
+    setting that only counts with another (the rotation weight without a rotation target,
+    the pole's bone and angle without a pole target) is not read (live mode reads these on
+    every update)."""
+    found: list[Effector | None] = []
+    for e in obj.tendon.effectors:
+        if not e.enabled:
+            found.append(None)
+            continue
+        use_rotation, pole_target = e.use_rotation, e.pole_target
+        posed = pole_target is not None
+        found.append(
+            Effector(
+                e.bone,
+                e.target,
+                e.subtarget,
+                e.chain_length,
+                e.weight,
+                e.use_tail,
+                use_rotation,
+                e.rotation_weight if use_rotation else 0.0,
+                pole_target,
+                e.pole_subtarget if posed else "",
+                e.pole_angle if posed else 0.0,
+                e.use_scale,
+            )
         )
-        if e.enabled
-        else None
-        for e in obj.tendon.effectors
-    )
+    return tuple(found)
 
 
 @dataclass
@@ -236,27 +244,37 @@ def plan_goals(obj: bpy.types.Object, entry: RigEntry, effectors: tuple[Effector
     return GoalPlan(sighted, warnings, present, missing)
 
 
-def goal_targets(obj: bpy.types.Object, sighted: list[Sighted]) -> space.Targets:
+def target_matrix(s: Sighted, world: space.WorldTargets | None, pole: bool = False) -> Matrix:
+    """The world matrix of effector `s`'s target (or pole target): from `world` when it was
+    read there, else read now."""
+    found = world.get(s.position) if world else None
+    matrix = found[int(pole)] if found is not None and len(found) > int(pole) else None
+    if matrix is not None:
+        return matrix
+    effector = s.settings
+    if pole:
+        return space.target_world_matrix(effector.pole_target, effector.pole_subtarget, s.label)
+    return space.target_world_matrix(effector.target, effector.subtarget, s.label)
+
+
+def goal_targets(
+    obj: bpy.types.Object, sighted: list[Sighted], world: space.WorldTargets | None = None
+) -> space.Targets:
     """The sighted effectors' targets (points, and rotations and poles where they have them)
-    in armature space, for one frame."""
+    in armature space, for one frame (`world`: the targets' world matrices when already
+    read)."""
     if not any(s.rotating or s.settings.pole_target is not None for s in sighted):
         # Points alone (the usual case): a few matrix products, cheaper than numpy's calls.
         to_armature = space.world_to_armature(obj)
-        points = [
-            x
-            for s in sighted
-            for x in to_armature
-            @ space.target_world_matrix(s.settings.target, s.settings.subtarget, s.label).translation
-        ]
+        points = [x for s in sighted for x in to_armature @ target_matrix(s, world).translation]
         return space.Targets(np.array(points, np.float32).reshape(1, len(sighted), 3), None, None)
     to_armature = space.world_to_armature_array(obj)[None]
     matrices = []
     for s in sighted:
-        effector = s.settings
-        target = space.target_world_matrix(effector.target, effector.subtarget, s.label)
+        target = target_matrix(s, world)
         pole = None
-        if effector.pole_target is not None:
-            pole = tuple(space.target_world_matrix(effector.pole_target, effector.pole_subtarget, s.label).translation)
+        if s.settings.pole_target is not None:
+            pole = tuple(target_matrix(s, world, pole=True).translation)
         matrices.append((target, pole))
     rotating = any(s.rotating for s in sighted)
     poles = any(pole is not None for _, pole in matrices)
@@ -594,7 +612,7 @@ class Checks:
     #: Armature-space targets (k, 3) and the largest armature-space distances that count
     #: as reached (k,).
     targets: np.ndarray
-    tolerances: np.ndarray
+    tolerances: list[float]
 
     def measure(self, obj: bpy.types.Object) -> tuple[bool, float]:
         """Whether every effector is within its tolerance in Blender's evaluated pose, and
@@ -604,7 +622,7 @@ class Checks:
         world = obj.matrix_world.to_3x3()
         reached, largest = True, 0.0
         for bone, tail, target, tolerance in zip(
-            self.bones, self.use_tail, self.targets.tolist(), self.tolerances.tolist(), strict=True
+            self.bones, self.use_tail, self.targets.tolist(), self.tolerances, strict=True
         ):
             offset = (pose_bones[bone].tail if tail else pose_bones[bone].head) - Vector(target)
             reached &= offset.length <= tolerance
@@ -631,7 +649,9 @@ def make_checks(
     flat = evaluated.ravel()
     offsets = (flat.take(ends) - flat.take(starts)).reshape(-1, 3)
     reach = np.bincount(owner, np.sqrt((offsets * offsets).sum(axis=1)) * factors, minlength=len(use_tail))
-    return Checks(bones=bones, use_tail=use_tail, targets=targets, tolerances=relative * np.maximum(reach, 1e-9))
+    return Checks(
+        bones=bones, use_tail=use_tail, targets=targets, tolerances=(relative * np.maximum(reach, 1e-9)).tolist()
+    )
 
 
 def reach_segments(
@@ -708,7 +728,7 @@ class SolveOutcome:
 
     def status(self) -> str:
         """The summary and the warnings, for the panel's status line."""
-        return "; ".join([self.summary(), *self.warnings])
+        return "; ".join([self.summary(), *self.warnings]) if self.warnings else self.summary()
 
 
 @dataclass
@@ -760,7 +780,9 @@ class Shortcut:
     #: The arrays `solve` reads into and writes from.
     buffers: pose.PoseBuffers | None = None
 
-    def solve(self, obj: bpy.types.Object, entry: RigEntry, started: float) -> SolveOutcome | None:
+    def solve(
+        self, obj: bpy.types.Object, entry: RigEntry, started: float, world: space.WorldTargets | None = None
+    ) -> SolveOutcome | None:
         """The solve in one native call between the bulk reads and the bulk write, or None
         when it must be prepared (`prepare`): a moving bone's constraints, drivers or
         inheritance options to look at, a root to move, a stored reference pose, a bone
@@ -780,7 +802,7 @@ class Shortcut:
         if buffers is None:
             buffers = self.buffers = pose.PoseBuffers(entry.count)
         try:
-            targets = goal_targets(obj, self.sighted)
+            targets = goal_targets(obj, self.sighted, world)
             basis = buffers.matrices(pose_bones, "matrix_basis")
             evaluated = buffers.matrices(pose_bones, "matrix")
             solver = solver_for(settings)
@@ -822,16 +844,16 @@ class Shortcut:
             return None
         if found is None:
             return None
-        changed, _rotations, reached, residual, iterations, tolerances = found
-        if len(changed):
+        changed, reached, residual, iterations, tolerances = found
+        if changed:
             for name, _width in properties:
                 buffers.write(pose_bones, name)
             pose.tag_pose(obj)
         return SolveOutcome(
             goals=len(self.sighted),
-            reached=bool(reached),
-            residual=float(residual),
-            iterations=int(iterations),
+            reached=reached,
+            residual=residual,
+            iterations=iterations,
             bones_written=len(changed),
             seconds=time.perf_counter() - started,
             warnings=list(self.warnings),
@@ -941,11 +963,15 @@ def prepare_whole(obj: bpy.types.Object, effectors: tuple[Effector | None, ...])
     )
 
 
-def solve(obj: bpy.types.Object, effectors: tuple[Effector | None, ...] | None = None) -> SolveOutcome:
+def solve(
+    obj: bpy.types.Object,
+    effectors: tuple[Effector | None, ...] | None = None,
+    world: space.WorldTargets | None = None,
+) -> SolveOutcome:
     """Solves armature `obj`'s effectors (`effectors`: their settings as `read_effectors`
-    gives them, when already read) from its current pose and writes the rotations of the
-    bones that moved. Raises TendonUserError, leaving the pose untouched, when nothing can
-    be solved."""
+    gives them, and `world` their targets' world matrices, when already read) from its
+    current pose and writes the rotations of the bones that moved. Raises TendonUserError,
+    leaving the pose untouched, when nothing can be solved."""
     started = time.perf_counter()
     problem = armature_problem(obj, need_pose_mode=False)
     if problem:
@@ -957,7 +983,7 @@ def solve(obj: bpy.types.Object, effectors: tuple[Effector | None, ...] | None =
     entry = read_rig(obj)
     known = entry.memo.get("shortcut")
     if known is not None and known[0] == effectors:
-        outcome = known[1].solve(obj, entry, started)
+        outcome = known[1].solve(obj, entry, started, world)
         if outcome is not None:
             return outcome
         prepared = known[1].prepare(obj, entry)

@@ -90,6 +90,12 @@ def target_world_matrix(target: bpy.types.Object, subtarget: str, label: str) ->
     return target.matrix_world
 
 
+#: The world matrices of each effector's target objects (by effector position: its target's,
+#: then its pole target's if it has one; None where one could not be read), read once by
+#: live mode for its signature and the solve.
+WorldTargets = dict[int, list[Matrix | None]]
+
+
 def target_objects(effector: Any) -> list[tuple[bpy.types.Object, str]]:
     """The objects (and bone names) an effector follows: its target and pole target."""
     found = []

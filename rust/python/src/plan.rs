@@ -2,7 +2,7 @@
 //! from the matrices Blender's pose bones give in bulk (the add-on's repeated solves and
 //! live mode), so a solve is one native call between one bulk read and one bulk write.
 
-use crate::arrays::{ensure_finite_array, new_array, new_typed, quat_wxyz, read_f32, vec3};
+use crate::arrays::{ensure_finite_array, quat_wxyz, read_f32, vec3};
 use crate::errors::{guarded, BoneIndexError, NonFiniteError, ShapeError};
 use crate::goal::Goal;
 use crate::rig::Rig;
@@ -128,13 +128,13 @@ impl PosePlan {
     /// Returns None, solving nothing, when the start needs a closer look: a moving bone not
     /// where its channels put it (rotations apart by more than `mismatch`, a quaternion
     /// component) or some bone's channel scale at most `collapsed` on an axis. Otherwise
-    /// `(changed, rotations, reached, residual, iterations, tolerances)`: the moving bones
-    /// whose rotation changed by more than `unchanged` (int64 caller indices), their new
-    /// local rotations ((k, 4) w-first), the solver's report, and per goal the distance
+    /// `(changed, reached, residual, iterations, tolerances)`: the moving bones whose
+    /// rotation changed by more than `unchanged` (caller indices), the solver's report,
+    /// and per goal the distance
     /// within which its effector counts as reached in Blender's pose: `relative` times the
     /// length of its chain in the evaluated pose.
     ///
-    /// The changed rotations are also written, as channels of each bone's rotation mode
+    /// The changed rotations are written as channels of each bone's rotation mode
     /// (`rotation_modes`: every pose bone's, as `foreach_get` gives them) nearest the
     /// channels there, into the rows of the pose bones' channel arrays given: `quaternions`
     /// ((n, 4) `rotation_quaternion`), `eulers` ((n, 3) `rotation_euler`), `axis_angles`
@@ -174,8 +174,12 @@ impl PosePlan {
         };
         // Any channel scale flattening a bone: the checked path names the bones it affects.
         for caller in 0..n {
-            let scale = row(&self.basis, caller).to_scale_rotation_translation().0;
-            if scale.abs().min_element() <= collapsed {
+            let basis = row(&self.basis, caller);
+            let shortest = [basis.x_axis, basis.y_axis, basis.z_axis]
+                .map(|axis| axis.truncate().length())
+                .into_iter()
+                .fold(f32::INFINITY, f32::min);
+            if shortest <= collapsed {
                 return Ok(None);
             }
         }
@@ -279,13 +283,13 @@ impl PosePlan {
                 f64::from(relative) * f64::from(reach).max(1e-9)
             })
             .collect();
+        // Lists, not arrays: a handful of values each, which Python reads faster this way.
         let result = (
-            new_typed(py, &[changed.len()], "int64", &changed)?,
-            new_array(py, &[changed.len(), 4], &rotations)?,
+            changed,
             report.reached,
             report.residual,
             report.iterations,
-            new_typed(py, &[tolerances.len()], "float64", &tolerances)?,
+            tolerances,
         );
         Ok(Some(result.into_pyobject(py)?.into_any()))
     }

@@ -230,7 +230,7 @@ class PosePlan:
         quaternions: _ArrayLike | None = None,
         eulers: _ArrayLike | None = None,
         axis_angles: _ArrayLike | None = None,
-    ) -> tuple[npt.NDArray[np.int64], _Float32Array, bool, float, int, npt.NDArray[np.float64]] | None: ...
+    ) -> tuple[list[int], bool, float, int, list[float]] | None: ...
 
 @final
 class SpringSimulation:
