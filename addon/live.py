@@ -17,7 +17,7 @@ from typing import Any
 
 import bpy
 
-from . import hooks, rig, space
+from . import hooks, props, rig, space
 from .native import TendonUserError
 from .solve import Effector, SolveOutcome, read_effectors, solve
 
@@ -27,6 +27,9 @@ _live: list[str] | None = None
 _signatures: dict[int, list[Any]] = {}
 #: Live solves not yet measured in Blender's evaluated pose (pointer -> armature name, outcome).
 _unmeasured: dict[int, tuple[str, SolveOutcome]] = {}
+#: Each live armature's effector settings as last read, and the edit count and number of
+#: effectors they were read at (pointer -> (edits, count, settings)).
+_effectors: dict[int, tuple[int, int, tuple[Effector | None, ...]]] = {}
 #: Seconds the last live update of each armature took (pointer -> seconds), for the panel.
 live_timings: dict[int, float] = {}
 
@@ -39,6 +42,7 @@ def forget() -> None:
     _live = None
     _signatures.clear()
     _unmeasured.clear()
+    _effectors.clear()
 
 
 def live_objects(scene: bpy.types.Scene) -> list[bpy.types.Object]:
@@ -63,13 +67,31 @@ def set_status(obj: bpy.types.Object, status: str) -> None:
         obj.tendon.status = status
 
 
+def current_effectors(obj: bpy.types.Object) -> tuple[Effector | None, ...]:
+    """The armature's effector settings (`read_effectors`), read again only when one was set
+    since (`props.effector_edits`), their number changed, or the armature is animated (an
+    action, driver or NLA track may move them without a word); relations rebuilt, undo and
+    a file load forget them (`forget`)."""
+    key = obj.as_pointer()
+    count = len(obj.tendon.effectors)
+    known = _effectors.get(key)
+    animation = obj.animation_data
+    if animation is not None and (animation.action is not None or animation.drivers or animation.nla_tracks):
+        known = None
+    if known is not None and known[0] == props.effector_edits and known[1] == count:
+        return known[2]
+    effectors = read_effectors(obj)
+    _effectors[key] = (props.effector_edits, count, effectors)
+    return effectors
+
+
 def signature(obj: bpy.types.Object) -> tuple[tuple[Effector | None, ...], list[Any], space.WorldTargets]:
     """The effectors' settings, and everything a live solve depends on that moves: those
     settings, the armature's and targets' world matrices, the mode, and whether each
     effector's bone exists (a bone renamed or deleted in Edit Mode is reported when Pose
     Mode returns, not when a target next moves). Also the targets' world matrices by
     effector, for the solve (read once)."""
-    effectors = read_effectors(obj)
+    effectors = current_effectors(obj)
     values: list[Any] = [obj.mode, obj.matrix_world.copy(), effectors]
     world: space.WorldTargets = {}
     bones = obj.data.bones
@@ -195,8 +217,10 @@ def live_switched(settings: Any, context: bpy.types.Context) -> None:
 def on_depsgraph_update(scene: bpy.types.Scene, _depsgraph: Any = None) -> None:
     global _live
     if rig.changed_last_update:
-        # Objects may have been added, deleted, renamed or duplicated (live mode and all).
+        # Objects may have been added, deleted, renamed or duplicated (live mode and all),
+        # and an effector's target deleted.
         _live = None
+        _effectors.clear()
     live_update(scene)
 
 

@@ -48,6 +48,17 @@ def spring_default(key: str, fallback: float) -> float:
 listeners: dict[str, list[Callable[..., None]]] = {"limits": [], "live": []}
 
 
+#: How many times an effector's setting has been set (through the interface or Python): live
+#: mode reads the effectors' settings again only when this, their count or the armature's
+#: animation says they may have changed.
+effector_edits = 0
+
+
+def effector_changed(_self: "TendonEffector", _context: bpy.types.Context) -> None:
+    global effector_edits
+    effector_edits += 1
+
+
 def limits_changed(self: "TendonBoneLimits", _context: bpy.types.Context) -> None:
     for listener in listeners["limits"]:
         listener(self.id_data)
@@ -61,11 +72,16 @@ def live_changed(self: "TendonArmatureSettings", context: bpy.types.Context) -> 
 class TendonEffector(PropertyGroup):
     """One IK goal: a bone's tail (or head) follows a target object or bone."""
 
-    enabled: BoolProperty(name="Enabled", default=True, description="Solve this effector")
-    bone: StringProperty(name="Bone", description="The bone that reaches for the target")
-    target: PointerProperty(name="Target", type=bpy.types.Object, description="Object to reach")
-    subtarget: StringProperty(name="Target Bone", description="Bone of the target when it is an armature")
+    enabled: BoolProperty(update=effector_changed, name="Enabled", default=True, description="Solve this effector")
+    bone: StringProperty(update=effector_changed, name="Bone", description="The bone that reaches for the target")
+    target: PointerProperty(
+        update=effector_changed, name="Target", type=bpy.types.Object, description="Object to reach"
+    )
+    subtarget: StringProperty(
+        update=effector_changed, name="Target Bone", description="Bone of the target when it is an armature"
+    )
     chain_length: IntProperty(
+        update=effector_changed,
         name="Chain Length",
         default=0,
         min=0,
@@ -73,25 +89,47 @@ class TendonEffector(PropertyGroup):
         description="How many bones, counting the effector's own, the effector moves (0: up to the root)",
     )
     weight: FloatProperty(
-        name="Weight", default=1.0, min=0.0, max=1.0, description="How much this effector counts against others"
+        update=effector_changed,
+        name="Weight",
+        default=1.0,
+        min=0.0,
+        max=1.0,
+        description="How much this effector counts against others",
     )
     use_tail: BoolProperty(
-        name="Use Tail", default=True, description="The bone's tail reaches the target (off: its head does)"
+        update=effector_changed,
+        name="Use Tail",
+        default=True,
+        description="The bone's tail reaches the target (off: its head does)",
     )
-    use_rotation: BoolProperty(name="Rotation", default=False, description="Also match the target's rotation")
+    use_rotation: BoolProperty(
+        update=effector_changed, name="Rotation", default=False, description="Also match the target's rotation"
+    )
     rotation_weight: FloatProperty(
-        name="Rotation Weight", default=1.0, min=0.0, max=1.0, description="How much the rotation counts"
+        update=effector_changed,
+        name="Rotation Weight",
+        default=1.0,
+        min=0.0,
+        max=1.0,
+        description="How much the rotation counts",
     )
     pole_target: PointerProperty(
-        name="Pole Target", type=bpy.types.Object, description="Object the chain's plane turns towards"
+        update=effector_changed,
+        name="Pole Target",
+        type=bpy.types.Object,
+        description="Object the chain's plane turns towards",
     )
-    pole_subtarget: StringProperty(name="Pole Bone", description="Bone of the pole target when it is an armature")
+    pole_subtarget: StringProperty(
+        update=effector_changed, name="Pole Bone", description="Bone of the pole target when it is an armature"
+    )
     use_scale: BoolProperty(
+        update=effector_changed,
         name="Scale",
         default=False,
         description="Scale the chain's bones so the effector's scale matches the target's (solved before positions)",
     )
     pole_angle: FloatProperty(
+        update=effector_changed,
         name="Pole Angle",
         default=0.0,
         subtype="ANGLE",

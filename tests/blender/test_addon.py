@@ -286,6 +286,59 @@ def test_live_mode_follows_a_moving_target() -> None:
     assert (rigs.tail_world(obj, "b3") - target.location).length > 0.1, "off means off"
 
 
+def test_live_mode_hears_an_effector_setting_changed() -> None:
+    """Live mode keeps the effectors' settings from update to update and reads them again
+    when one is set (the chain shortened, the effector switched off and on), when one is
+    removed, and on an animated armature, where an action may move them."""
+    obj = rigs.chain(4)
+    target = rigs.empty("target", rigs.random_pose_tail(obj, "b3", seed=5))
+    rigs.add_effector(obj, "b3", target, chain_length=3)
+    effector = obj.tendon.effectors[0]
+    obj.tendon.live = True
+    assert (rigs.tail_world(obj, "b3") - target.location).length < 1e-4
+
+    def rotations() -> dict[str, list[float]]:
+        return {name: list(obj.pose.bones[name].rotation_quaternion) for name in ("b1", "b2", "b3")}
+
+    effector.chain_length = 1
+    elsewhere = rigs.random_pose_tail(obj, "b3", seed=6)
+    rigs.update()
+    before = rotations()
+    target.location = elsewhere
+    rigs.update()
+    after = rotations()
+    assert after["b1"] == before["b1"] and after["b2"] == before["b2"], "a chain of one turned more bones"
+    assert after["b3"] != pytest.approx(before["b3"], abs=1e-3), "the effector's own bone did not turn"
+    effector.enabled = False
+    rigs.update()
+    assert "no effector to solve" in obj.tendon.status, obj.tendon.status
+    effector.enabled = True
+    effector.chain_length = 3
+    rigs.update()
+    assert "Live: 1 effector(s)" in obj.tendon.status, obj.tendon.status
+    assert (rigs.tail_world(obj, "b3") - target.location).length < 1e-4
+    # An animated armature: its settings are read on every update (the action shortens
+    # the chain at frame 10, with no setting set through the interface).
+    effector.keyframe_insert("chain_length", frame=1)
+    effector.chain_length = 1
+    effector.keyframe_insert("chain_length", frame=10)
+    bpy.context.scene.frame_set(1)
+    elsewhere = rigs.random_pose_tail(obj, "b3", seed=7)
+    bpy.context.scene.frame_set(1)
+    before = rotations()
+    target.location = elsewhere
+    bpy.context.scene.frame_set(10)
+    after = rotations()
+    assert effector.chain_length == 1
+    assert after["b1"] == before["b1"] and after["b2"] == before["b2"], "the animated chain length was not heard"
+    assert after["b3"] != pytest.approx(before["b3"], abs=1e-3), "the effector's own bone did not turn"
+    # Removed from Python (no setting set): heard by the count.
+    obj.tendon.effectors.remove(0)
+    target.location = rigs.random_pose_tail(obj, "b3", seed=7)
+    rigs.update()
+    assert "no effector to solve" in obj.tendon.status, obj.tendon.status
+
+
 def test_live_mode_measures_its_solve_even_with_a_nan_in_a_setting() -> None:
     """Live mode solves when something it follows moved, and measures the solve in Blender's
     pose at the next update that moves nothing it follows (Blender evaluates a pose written
