@@ -21,8 +21,10 @@ from . import hooks, props, rig, space
 from .native import TendonUserError
 from .solve import Effector, SolveOutcome, read_effectors, solve
 
-#: Names of the objects with live mode on, or None when they must be listed again.
-_live: list[str] | None = None
+#: The armatures with live mode on, per scene (scene pointer -> objects), or None when they
+#: must be listed again (relations rebuilt, which adding, deleting or linking objects does;
+#: live mode switched; a file loaded; undo).
+_live: dict[int, list[bpy.types.Object]] | None = None
 #: What each live armature's last solve started from (pointer -> values, see `signature`).
 _signatures: dict[int, list[Any]] = {}
 #: Live solves not yet measured in Blender's evaluated pose (pointer -> armature name, outcome).
@@ -49,16 +51,19 @@ def live_objects(scene: bpy.types.Scene) -> list[bpy.types.Object]:
     """The armatures of `scene` with live mode on."""
     global _live
     if _live is None:
-        _live = [obj.name for obj in bpy.data.objects if obj.type == "ARMATURE" and obj.tendon.live]
-    if not _live:
+        _live = {}
+    key = scene.as_pointer()
+    found = _live.get(key)
+    if found is None:
+        found = _live[key] = [
+            obj for obj in scene.objects if obj.type == "ARMATURE" and obj.tendon.live and obj.library is None
+        ]
+    try:
+        return [obj for obj in found if obj.tendon.live]
+    except ReferenceError:
+        # An object removed without the relations rebuilt: list them again next time.
+        _live = None
         return []
-    objects = scene.objects
-    found = []
-    for name in _live:
-        obj = objects.get(name)
-        if obj is not None and obj.type == "ARMATURE" and obj.tendon.live and obj.library is None:
-            found.append(obj)
-    return found
 
 
 def set_status(obj: bpy.types.Object, status: str) -> None:

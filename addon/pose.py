@@ -80,8 +80,8 @@ def read_rows(obj: bpy.types.Object, entry: RigEntry, name: str) -> np.ndarray:
 
 class PoseBuffers:
     """The arrays a repeated solve of one armature reads into and writes from, made once:
-    every pose bone's ``matrix_basis`` and ``matrix`` ((n, 16) column-major, pose order),
-    rotation modes and rotation channels. A live tick then allocates nothing."""
+    every pose bone's ``matrix`` ((n, 16) column-major, pose order; ``matrix_basis`` too
+    when asked), rotation modes and channels. A live tick then allocates nothing."""
 
     def __init__(self, count: int) -> None:
         self.count = count
@@ -115,7 +115,10 @@ class PoseBuffers:
         if known is None:
             flat = np.empty(self.count * width, np.float32)
             known = self.channels[name] = (flat, flat.reshape(self.count, width))
-        pose_bones.foreach_get(name, known[0])
+        try:
+            pose_bones.foreach_get(name, known[0])
+        except RuntimeError as error:
+            raise StaleRig from error
         return known[1]
 
     def write(self, pose_bones: bpy.types.bpy_prop_collection, name: str) -> None:

@@ -783,11 +783,12 @@ class Shortcut:
     def solve(
         self, obj: bpy.types.Object, entry: RigEntry, started: float, world: space.WorldTargets | None = None
     ) -> SolveOutcome | None:
-        """The solve in one native call between the bulk reads and the bulk write, or None
-        when it must be prepared (`prepare`): a moving bone's constraints, drivers or
-        inheritance options to look at, a root to move, a stored reference pose, a bone
-        renamed, a target or pose the library refuses, or a start the native plan finds
-        needs a closer look (a bone not where its channels put it, a scale of zero)."""
+        """The solve in one native call between the bulk reads (the evaluated pose and the
+        channels) and the bulk write, or None when it must be prepared (`prepare`): a
+        moving bone's constraints, drivers or inheritance options to look at, a root to
+        move, a stored reference pose, a bone renamed, a target or pose the library
+        refuses, or a start the native plan finds needs a closer look (a bone not where its
+        channels put it, a scale of zero)."""
         settings = obj.tendon
         if (
             self.inspect
@@ -803,7 +804,6 @@ class Shortcut:
             buffers = self.buffers = pose.PoseBuffers(entry.count)
         try:
             targets = goal_targets(obj, self.sighted, world)
-            basis = buffers.matrices(pose_bones, "matrix_basis")
             evaluated = buffers.matrices(pose_bones, "matrix")
             solver = solver_for(settings)
             plan = self.native_plan
@@ -825,9 +825,10 @@ class Shortcut:
             modes = buffers.rotation_modes(pose_bones)
             properties = self.channel_properties(entry, modes)
             arrays = {CHANNEL_ARGUMENTS[name]: buffers.channel(pose_bones, name, width) for name, width in properties}
+            locations = buffers.channel(pose_bones, "location", 3)
+            scales = buffers.channel(pose_bones, "scale", 3)
             found = plan.solve(
                 solver,
-                basis,
                 evaluated,
                 points,
                 rotation_targets=None if targets.rotations is None else targets.rotations[0],
@@ -836,6 +837,8 @@ class Shortcut:
                 mismatch=chains.CHANNEL_MISMATCH,
                 collapsed=pose.COLLAPSED_SCALE,
                 unchanged=UNCHANGED,
+                locations=locations,
+                scales=scales,
                 rotation_modes=modes,
                 **arrays,
             )

@@ -421,64 +421,46 @@ def test_tension_reference_pose(humanoid: tendon.Rig) -> None:
         tendon.Solver("fabrik").set_reference_pose(humanoid, stored)
 
 
-def quaternion_matrix(q: np.ndarray) -> np.ndarray:
-    """(4, 4) rotation matrix of a (w, x, y, z) unit quaternion."""
-    w, x, y, z = (float(v) for v in q)
-    matrix = np.eye(4, dtype=np.float32)
-    matrix[:3, :3] = [
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ]
-    return matrix
-
-
-def test_pose_plan_solves_from_blender_matrices_and_writes_channels() -> None:
-    """A `PosePlan` takes Blender's pose-bone matrices (column-major, pose-bone order, here
-    the reverse of the rig's), solves as `Solver.solve` does from the same start, writes
-    only the changed bones' channels into the given arrays, and measures each chain's
-    reach; a bone not where its channels put it makes it solve nothing."""
+def test_pose_plan_solves_from_blender_arrays_and_writes_channels() -> None:
+    """A `PosePlan` takes what Blender's pose bones give in bulk (evaluated matrices
+    column-major, channels, in pose-bone order, here the reverse of the rig's), solves as
+    `Solver.solve` does from the same start, writes only the changed bones' channels, and
+    measures each chain's reach; a bone not where its channels put it makes it solve
+    nothing."""
     rig = bent_chain(4)
     rng = np.random.default_rng(11)
     start = random_rotations(rng, 4, 0.3)
     pose_rows = [3, 2, 1, 0]
-    world = rig.forward_kinematics(start)
 
-    def blender_rows(matrices: np.ndarray) -> np.ndarray:
-        rows = np.empty((4, 16), np.float32)
-        for caller, row in enumerate(pose_rows):
-            rows[row] = matrices[caller].T.ravel()  # column-major, as foreach_get gives
+    def blender_rows(values: np.ndarray) -> np.ndarray:
+        rows = np.empty_like(values)
+        rows[pose_rows] = values
         return rows
 
-    basis = blender_rows(np.stack([quaternion_matrix(q) for q in start]))
-    evaluated = blender_rows(world)
+    world = rig.forward_kinematics(start)
+    evaluated = blender_rows(world.transpose(0, 2, 1).reshape(4, 16))  # column-major
+    quaternions = blender_rows(start.copy())
+    quaternions[pose_rows[2]] *= -1.0  # the same rotation: its channels stay on this side
+    locations, scales = np.zeros((4, 3), np.float32), np.ones((4, 3), np.float32)
+    modes = np.zeros(4, np.int32)
     reachable = np.vstack([start[:1], random_rotations(rng, 3, 0.3)])
     target = tail(rig, reachable, 3, 0.7)
     goal = tendon.Goal(3, target, chain_length=3)
     plan = tendon.PosePlan(rig, [goal], [1, 2, 3], pose_rows, [[3, 2, 1]], [True], {0: "QUATERNION", 1: "XYZ"})
     solver = tendon.Solver("jacobian_dls")
-    quaternions = np.full((4, 4), 7.0, np.float32)  # every row's "current channels"
-    quaternions[:, 0] = 1.0
-    quaternions[:, 1:] = 0.0
     settings = {"relative": 1e-5, "mismatch": 1e-4, "collapsed": 1e-6, "unchanged": 1e-7}
-    found = plan.solve(
-        solver,
-        basis,
-        evaluated,
-        target[None],
-        rotation_modes=np.zeros(4, np.int32),
-        quaternions=quaternions,
-        **settings,
-    )
+    arrays = {"locations": locations, "scales": scales, "rotation_modes": modes}
+    untouched = quaternions[pose_rows[0]].copy()
+    found = plan.solve(solver, evaluated, target[None], quaternions=quaternions, **arrays, **settings)
     assert found is not None
     changed, reached, _residual, _iterations, tolerances = found
     assert reached and sorted(changed) == [1, 2, 3]
     expected = tendon.Solver("jacobian_dls").solve(rig, [goal], start)
-    # Written at each bone's pose row, nearest the channels there; bone 0 (row 3) untouched.
     for caller in changed:
         written, rotation = quaternions[pose_rows[caller]], expected.rotations[caller]
         assert min(np.abs(written - rotation).max(), np.abs(written + rotation).max()) < 1e-6
-    np.testing.assert_array_equal(quaternions[pose_rows[0]], [1.0, 0.0, 0.0, 0.0])
+    assert quaternions[pose_rows[2]] @ expected.rotations[2] < 0.0, "a quaternion's sign flipped"
+    np.testing.assert_array_equal(quaternions[pose_rows[0]], untouched)
     solved = start.copy()
     solved[changed] = quaternions[[pose_rows[caller] for caller in changed]]
     assert np.linalg.norm(tail(rig, solved, 3, 0.7) - target) < 1e-4 * 2.4
@@ -486,23 +468,16 @@ def test_pose_plan_solves_from_blender_matrices_and_writes_channels() -> None:
     heads = world[:, :3, 3]
     reach = np.linalg.norm(heads[1] - heads[2]) + np.linalg.norm(heads[2] - heads[3]) + 0.7
     assert tolerances == pytest.approx([1e-5 * reach], rel=1e-5)
-    # b2's channels say one thing, Blender shows another (a constraint, say): nothing solved.
-    evaluated_apart = blender_rows(rig.forward_kinematics(np.vstack([start[:2], [[1.0, 0, 0, 0]], start[3:]])))
-    assert (
-        plan.solve(
-            solver,
-            basis,
-            evaluated_apart,
-            target[None],
-            rotation_modes=np.zeros(4, np.int32),
-            quaternions=quaternions,
-            **settings,
-        )
-        is None
-    )
+    # b2's channels say one thing, Blender shows another (a constraint, say): nothing solved;
+    # a bone scaled to zero: nothing solved.
+    apart = blender_rows(start.copy())
+    apart[pose_rows[2]] = (1.0, 0.0, 0.0, 0.0)
+    assert plan.solve(solver, evaluated, target[None], quaternions=apart, **arrays, **settings) is None
+    flat = {**arrays, "scales": np.array([[1, 1, 1], [1, 0, 1], [1, 1, 1], [1, 1, 1]], np.float32)}
+    assert plan.solve(solver, evaluated, target[None], quaternions=quaternions, **flat, **settings) is None
     # What the caller must give is named.
     with pytest.raises(tendon.ShapeError, match="eulers"):
-        plan.solve(solver, basis, evaluated, target[None], rotation_modes=np.ones(4, np.int32), **settings)
+        plan.solve(solver, evaluated, target[None], **{**arrays, "rotation_modes": np.ones(4, np.int32)}, **settings)
     with pytest.raises(tendon.BoneIndexError, match="pose_rows"):
         tendon.PosePlan(rig, [goal], [1, 2, 3], [0, 0, 1, 2], [[3, 2, 1]], [True], {0: "QUATERNION"})
     with pytest.raises(tendon.ShapeError, match="'SIDEWAYS' is not a rotation mode"):

@@ -33,8 +33,12 @@ pub(crate) struct PosePlan {
     chains: Vec<(Vec<usize>, bool)>,
     /// `foreach_get("rotation_mode")`'s integers and the modes they stand for.
     modes: Vec<(i32, RotationMode)>,
-    basis: Vec<f32>,
     evaluated: Vec<f32>,
+    locations: Vec<f32>,
+    scales: Vec<f32>,
+    /// Every pose bone's rotation mode code, and the rotation channel arrays (`KINDS`).
+    codes: Vec<i32>,
+    channels: [Vec<f32>; 3],
     world: Vec<Affine3A>,
     scratch: Vec<f32>,
 }
@@ -111,8 +115,11 @@ impl PosePlan {
             pose_rows,
             chains: chains.into_iter().zip(use_tail).collect(),
             modes,
-            basis: Vec::new(),
             evaluated: Vec::new(),
+            locations: Vec::new(),
+            scales: Vec::new(),
+            codes: Vec::new(),
+            channels: Default::default(),
             world: Vec::new(),
             scratch: Vec::new(),
         })
@@ -120,33 +127,29 @@ impl PosePlan {
 
     /// Solves the planned goals with `solver` towards `targets` ((goals, 3), armature
     /// space; `rotation_targets` (goals, 4) w-first and `poles` (goals, 3) replace those
-    /// of the goals that have them), from the pose Blender shows: `basis` and `evaluated`
-    /// are every pose bone's `matrix_basis` and `matrix`, (n, 16) column-major in pose-bone
-    /// order, as `foreach_get` gives them. The moving bones start from their channels
-    /// (`basis`), every other bone where Blender shows it.
+    /// of the goals that have them), from the pose Blender shows, given as `foreach_get`
+    /// gives it, in pose-bone order: `evaluated`, every pose bone's `matrix` ((n, 16)
+    /// column-major); its channels: `locations` and `scales` ((n, 3)), `rotation_modes`
+    /// (n integers) and the rotation channels of the modes the moving bones are in,
+    /// `quaternions` ((n, 4) `rotation_quaternion`), `eulers` ((n, 3) `rotation_euler`),
+    /// `axis_angles` ((n, 4) `rotation_axis_angle`). The moving bones start from their
+    /// channels, every other bone where Blender shows it.
     ///
     /// Returns None, solving nothing, when the start needs a closer look: a moving bone not
     /// where its channels put it (rotations apart by more than `mismatch`, a quaternion
-    /// component) or some bone's channel scale at most `collapsed` on an axis. Otherwise
+    /// component), or some bone's channel scale at most `collapsed` on an axis. Otherwise
     /// `(changed, reached, residual, iterations, tolerances)`: the moving bones whose
     /// rotation changed by more than `unchanged` (caller indices), the solver's report,
-    /// and per goal the distance
-    /// within which its effector counts as reached in Blender's pose: `relative` times the
-    /// length of its chain in the evaluated pose.
-    ///
-    /// The changed rotations are written as channels of each bone's rotation mode
-    /// (`rotation_modes`: every pose bone's, as `foreach_get` gives them) nearest the
-    /// channels there, into the rows of the pose bones' channel arrays given: `quaternions`
-    /// ((n, 4) `rotation_quaternion`), `eulers` ((n, 3) `rotation_euler`), `axis_angles`
-    /// ((n, 4) `rotation_axis_angle`), ready for `foreach_set`. The arrays the changed
-    /// bones' modes need must be given.
-    #[pyo3(signature = (solver, basis, evaluated, targets, *, rotation_targets = None, poles = None, relative, mismatch, collapsed, unchanged, rotation_modes, quaternions = None, eulers = None, axis_angles = None))]
+    /// and per goal the distance within which its effector counts as reached in Blender's
+    /// pose: `relative` times the length of its chain in the evaluated pose. The changed
+    /// bones' new rotations are written into the rotation channel arrays, in each bone's
+    /// mode and nearest its channels there, ready for `foreach_set`.
+    #[pyo3(signature = (solver, evaluated, targets, *, rotation_targets = None, poles = None, relative, mismatch, collapsed, unchanged, locations, scales, rotation_modes, quaternions = None, eulers = None, axis_angles = None))]
     #[allow(clippy::too_many_arguments)]
     fn solve<'py>(
         &mut self,
         py: Python<'py>,
         solver: &mut Solver,
-        basis: &Bound<'py, PyAny>,
         evaluated: &Bound<'py, PyAny>,
         targets: &Bound<'py, PyAny>,
         rotation_targets: Option<&Bound<'py, PyAny>>,
@@ -155,54 +158,68 @@ impl PosePlan {
         mismatch: f32,
         collapsed: f32,
         unchanged: f32,
+        locations: &Bound<'py, PyAny>,
+        scales: &Bound<'py, PyAny>,
         rotation_modes: &Bound<'py, PyAny>,
         quaternions: Option<&Bound<'py, PyAny>>,
         eulers: Option<&Bound<'py, PyAny>>,
         axis_angles: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let rig_ref = self.rig.borrow(py);
+        let rig_handle = self.rig.clone_ref(py);
+        let rig_ref = rig_handle.borrow(py);
         let rig = &rig_ref.rig;
         let n = rig.len();
         let k = self.goals.len();
-        read_f32(basis, "basis", &[n, 16], &mut self.basis)?;
         read_f32(evaluated, "evaluated", &[n, 16], &mut self.evaluated)?;
-        ensure_finite_array(&self.basis, "basis")?;
         ensure_finite_array(&self.evaluated, "evaluated")?;
-        let row = |flat: &[f32], caller: usize| {
-            let at = self.pose_rows[caller] * 16;
-            Mat4::from_cols_slice(&flat[at..at + 16])
-        };
+        read_f32(locations, "locations", &[n, 3], &mut self.locations)?;
+        ensure_finite_array(&self.locations, "locations")?;
+        read_f32(scales, "scales", &[n, 3], &mut self.scales)?;
+        ensure_finite_array(&self.scales, "scales")?;
         // Any channel scale flattening a bone: the checked path names the bones it affects.
-        for caller in 0..n {
-            let basis = row(&self.basis, caller);
-            let shortest = [basis.x_axis, basis.y_axis, basis.z_axis]
-                .map(|axis| axis.truncate().length())
-                .into_iter()
-                .fold(f32::INFINITY, f32::min);
-            if shortest <= collapsed {
-                return Ok(None);
+        if self.scales.iter().any(|s| s.abs() <= collapsed) {
+            return Ok(None);
+        }
+        self.read_modes(py, rotation_modes)?;
+        let arrays = [quaternions, eulers, axis_angles];
+        for (kind, array) in arrays.iter().enumerate() {
+            match array {
+                Some(array) => {
+                    read_f32(
+                        array,
+                        KINDS[kind].0,
+                        &[n, KINDS[kind].1],
+                        &mut self.channels[kind],
+                    )?;
+                }
+                None => self.channels[kind].clear(),
             }
         }
         self.world.clear();
         self.world.resize(n, Affine3A::IDENTITY);
         for caller in 0..n {
-            self.world[rig.to_dfs(caller)] = Affine3A::from_mat4(row(&self.evaluated, caller));
+            let at = self.pose_rows[caller] * 16;
+            self.world[rig.to_dfs(caller)] =
+                Affine3A::from_mat4(Mat4::from_cols_slice(&self.evaluated[at..at + 16]));
         }
         let start = &mut solver.start;
         rig.pose_from_world(&self.world, start);
         for &caller in &self.moving {
-            let (scale, rotation, translation) =
-                row(&self.basis, caller).to_scale_rotation_translation();
+            let row = self.pose_rows[caller];
+            let (mode, values) = self.channel_row(row)?;
+            let rotation = mode.to_quat(values);
             let dfs = rig.to_dfs(caller);
             let shown = start.rotations[dfs];
-            let apart = largest_difference(shown, rotation);
-            let opposite = largest_difference(shown, -rotation);
-            if apart.min(opposite) > mismatch {
+            // A rotation the channels cannot give (a zero quaternion): the checked path.
+            if !rotation.is_finite()
+                || largest_difference(shown, rotation).min(largest_difference(shown, -rotation))
+                    > mismatch
+            {
                 return Ok(None);
             }
             start.rotations[dfs] = rotation;
-            start.translations[dfs] = translation;
-            start.scales[dfs] = scale;
+            start.translations[dfs] = vec3(&self.locations[row * 3..row * 3 + 3]);
+            start.scales[dfs] = vec3(&self.scales[row * 3..row * 3 + 3]);
         }
         read_f32(targets, "targets", &[k, 3], &mut self.scratch)?;
         ensure_finite_array(&self.scratch, "targets")?;
@@ -238,7 +255,8 @@ impl PosePlan {
             &solver.goals,
         );
         let report = py.detach(|| guarded(|| core.solve_into(rig, start, goals, out)))?;
-        let (mut changed, mut rotations) = (Vec::new(), Vec::new());
+        let mut changed = Vec::new();
+        let mut touched = [false; 3];
         for &caller in &self.moving {
             let dfs = rig.to_dfs(caller);
             let (before, after) = (solver.start.rotations[dfs], solver.out.rotations[dfs]);
@@ -249,18 +267,24 @@ impl PosePlan {
                 )));
             }
             if largest_difference(after, before) > unchanged {
-                changed.push(caller as i64);
-                rotations.extend_from_slice(&[after.w, after.x, after.y, after.z]);
+                changed.push(caller);
+                let row = self.pose_rows[caller];
+                let (mode, previous) = self.channel_row(row)?;
+                let kind = kind_of(mode);
+                let width = KINDS[kind].1;
+                let written = mode.channels(
+                    after,
+                    previous.iter().all(|v| v.is_finite()).then_some(previous),
+                );
+                self.channels[kind][row * width..row * width + width]
+                    .copy_from_slice(&written[..width]);
+                touched[kind] = true;
             }
         }
-        if !changed.is_empty() {
-            self.write_channels(
-                py,
-                &changed,
-                &rotations,
-                rotation_modes,
-                [quaternions, eulers, axis_angles],
-            )?;
+        for (kind, array) in arrays.iter().enumerate() {
+            if let (true, Some(array)) = (touched[kind], array) {
+                PyBuffer::<f32>::get(array)?.copy_from_slice(py, &self.channels[kind])?;
+            }
         }
         let tolerances: Vec<f64> = self
             .chains
@@ -295,17 +319,21 @@ impl PosePlan {
     }
 }
 
+/// The rotation channel arrays `PosePlan.solve` takes: argument name and width.
+const KINDS: [(&str, usize); 3] = [("quaternions", 4), ("eulers", 3), ("axis_angles", 4)];
+
+/// Which of `KINDS` holds the channels of `mode`.
+fn kind_of(mode: RotationMode) -> usize {
+    match mode {
+        RotationMode::Quaternion => 0,
+        RotationMode::Euler(_) => 1,
+        RotationMode::AxisAngle => 2,
+    }
+}
+
 impl PosePlan {
-    /// Writes `rotations` ((k, 4) w-first) of the `changed` bones (caller indices) into the
-    /// channel arrays of their modes (`arrays`: quaternions, eulers, axis angles).
-    fn write_channels(
-        &self,
-        py: Python<'_>,
-        changed: &[i64],
-        rotations: &[f32],
-        rotation_modes: &Bound<'_, PyAny>,
-        arrays: [Option<&Bound<'_, PyAny>>; 3],
-    ) -> PyResult<()> {
+    /// Reads every pose bone's rotation mode code into `self.codes`.
+    fn read_modes(&mut self, py: Python<'_>, rotation_modes: &Bound<'_, PyAny>) -> PyResult<()> {
         let n = self.pose_rows.len();
         let codes = PyBuffer::<i32>::get(rotation_modes)
             .map_err(|e| ShapeError::new_err(format!("rotation_modes must be int32: {e}")))?;
@@ -315,51 +343,34 @@ impl PosePlan {
                 codes.item_count()
             )));
         }
-        let codes = codes.to_vec(py)?;
-        const NAMES: [&str; 3] = ["quaternions", "eulers", "axis_angles"];
-        let mut channels: [Vec<f32>; 3] = Default::default();
-        let mut touched = [false; 3];
-        for (k, &caller) in changed.iter().enumerate() {
-            let row = self.pose_rows[caller as usize];
-            let code = codes[row];
-            let mode = self
-                .modes
-                .iter()
-                .find(|(c, _)| *c == code)
-                .map(|&(_, mode)| mode)
-                .ok_or_else(|| {
-                    ShapeError::new_err(format!("rotation_modes: {code} is not a known mode"))
-                })?;
-            let (kind, width) = match mode {
-                RotationMode::Quaternion => (0, 4),
-                RotationMode::Euler(_) => (1, 3),
-                RotationMode::AxisAngle => (2, 4),
-            };
-            let array = arrays[kind].ok_or_else(|| {
-                ShapeError::new_err(format!(
-                    "{}: needed for a bone in {mode:?} mode",
-                    NAMES[kind]
-                ))
-            })?;
-            if !touched[kind] {
-                read_f32(array, NAMES[kind], &[n, width], &mut channels[kind])?;
-                touched[kind] = true;
-            }
-            let values = &mut channels[kind][row * width..row * width + width];
-            let mut previous = [0.0f32; 4];
-            previous[..width].copy_from_slice(values);
-            let written = mode.channels(
-                quat_wxyz(&rotations[k * 4..k * 4 + 4]),
-                previous.iter().all(|v| v.is_finite()).then_some(previous),
-            );
-            values.copy_from_slice(&written[..width]);
-        }
-        for kind in 0..3 {
-            if let (true, Some(array)) = (touched[kind], arrays[kind]) {
-                PyBuffer::<f32>::get(array)?.copy_from_slice(py, &channels[kind])?;
-            }
-        }
+        self.codes.resize(n, 0);
+        codes.copy_to_slice(py, &mut self.codes)?;
         Ok(())
+    }
+
+    /// The rotation mode of pose row `row` and its channels (the array of its mode must
+    /// have been given).
+    fn channel_row(&self, row: usize) -> PyResult<(RotationMode, [f32; 4])> {
+        let code = self.codes[row];
+        let mode = self
+            .modes
+            .iter()
+            .find(|(c, _)| *c == code)
+            .map(|&(_, mode)| mode)
+            .ok_or_else(|| {
+                ShapeError::new_err(format!("rotation_modes: {code} is not a known mode"))
+            })?;
+        let kind = kind_of(mode);
+        let (name, width) = KINDS[kind];
+        let channels = &self.channels[kind];
+        if channels.is_empty() {
+            return Err(ShapeError::new_err(format!(
+                "{name}: needed for a bone in {mode:?} mode"
+            )));
+        }
+        let mut values = [0.0f32; 4];
+        values[..width].copy_from_slice(&channels[row * width..row * width + width]);
+        Ok((mode, values))
     }
 }
 

@@ -216,7 +216,6 @@ class PosePlan:
     def solve(
         self,
         solver: Solver,
-        basis: _ArrayLike,
         evaluated: _ArrayLike,
         targets: _ArrayLike,
         *,
@@ -226,6 +225,8 @@ class PosePlan:
         mismatch: float,
         collapsed: float,
         unchanged: float,
+        locations: _ArrayLike,
+        scales: _ArrayLike,
         rotation_modes: _ArrayLike,
         quaternions: _ArrayLike | None = None,
         eulers: _ArrayLike | None = None,
