@@ -609,9 +609,9 @@ class Checks:
     #: The effector bones, and whether their tail (or head) counts.
     bones: list[str]
     use_tail: list[bool]
-    #: Armature-space targets (k, 3) and the largest armature-space distances that count
-    #: as reached (k,).
-    targets: np.ndarray
+    #: Armature-space targets (x, y, z of each effector's in turn) and the largest
+    #: armature-space distances that count as reached (one an effector).
+    targets: list[float]
     tolerances: list[float]
 
     def measure(self, obj: bpy.types.Object) -> tuple[bool, float]:
@@ -621,10 +621,9 @@ class Checks:
         pose_bones = obj.pose.bones
         world = obj.matrix_world.to_3x3()
         reached, largest = True, 0.0
-        for bone, tail, target, tolerance in zip(
-            self.bones, self.use_tail, self.targets.tolist(), self.tolerances, strict=True
-        ):
-            offset = (pose_bones[bone].tail if tail else pose_bones[bone].head) - Vector(target)
+        targets = self.targets
+        for k, (bone, tail, tolerance) in enumerate(zip(self.bones, self.use_tail, self.tolerances, strict=True)):
+            offset = (pose_bones[bone].tail if tail else pose_bones[bone].head) - Vector(targets[3 * k : 3 * k + 3])
             reached &= offset.length <= tolerance
             largest = max(largest, (world @ offset).length)
         return reached, largest
@@ -650,7 +649,10 @@ def make_checks(
     offsets = (flat.take(ends) - flat.take(starts)).reshape(-1, 3)
     reach = np.bincount(owner, np.sqrt((offsets * offsets).sum(axis=1)) * factors, minlength=len(use_tail))
     return Checks(
-        bones=bones, use_tail=use_tail, targets=targets, tolerances=(relative * np.maximum(reach, 1e-9)).tolist()
+        bones=bones,
+        use_tail=use_tail,
+        targets=targets.ravel().tolist(),
+        tolerances=(relative * np.maximum(reach, 1e-9)).tolist(),
     )
 
 
@@ -779,6 +781,14 @@ class Shortcut:
     known_modes: tuple[bytes, list[tuple[str, int]]] | None = None
     #: The arrays `solve` reads into and writes from.
     buffers: pose.PoseBuffers | None = None
+    #: Whether every goal is a point alone (no rotation target, no pole), and the goals'
+    #: effector positions (to find the targets live mode read).
+    points_only: bool = field(init=False)
+    positions: list[int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.points_only = not any(s.rotating or s.settings.pole_target is not None for s in self.sighted)
+        self.positions = [s.position for s in self.sighted]
 
     def solve(
         self, obj: bpy.types.Object, entry: RigEntry, started: float, world: space.WorldTargets | None = None
@@ -803,11 +813,24 @@ class Shortcut:
         if buffers is None:
             buffers = self.buffers = pose.PoseBuffers(entry.count)
         try:
-            targets = goal_targets(obj, self.sighted, world)
+            targets = None
+            if self.points_only and world:
+                # Points from the matrices live mode read (a flat list is all the call needs).
+                to_armature = space.world_to_armature(obj)
+                try:
+                    points = [x for p in self.positions for x in to_armature @ world[p][0].translation]
+                except AttributeError:
+                    # A target that could not be read: the prepared path names it.
+                    return None
+            else:
+                targets = goal_targets(obj, self.sighted, world)
+                points = targets.points[0].ravel().tolist()
             evaluated = buffers.matrices(pose_bones, "matrix")
             solver = solver_for(settings)
             plan = self.native_plan
             if plan is None:
+                if targets is None:
+                    targets = goal_targets(obj, self.sighted, world)
                 goals = [
                     tendon.Goal(s.settings.bone, targets.points[0, k], **goal_arguments(s, targets, k))
                     for k, s in enumerate(self.sighted)
@@ -821,7 +844,6 @@ class Shortcut:
                     self.use_tail,
                     pose.MODES,
                 )
-            points = targets.points[0]
             modes = buffers.rotation_modes(pose_bones)
             properties = self.channel_properties(entry, modes)
             arrays = {CHANNEL_ARGUMENTS[name]: buffers.channel(pose_bones, name, width) for name, width in properties}
@@ -831,8 +853,8 @@ class Shortcut:
                 solver,
                 evaluated,
                 points,
-                rotation_targets=None if targets.rotations is None else targets.rotations[0],
-                poles=None if targets.poles is None else targets.poles[0],
+                rotation_targets=None if targets is None or targets.rotations is None else targets.rotations[0],
+                poles=None if targets is None or targets.poles is None else targets.poles[0],
                 relative=settings.tolerance + MEASURE_SLACK,
                 mismatch=chains.CHANNEL_MISMATCH,
                 collapsed=pose.COLLAPSED_SCALE,

@@ -10,6 +10,7 @@ use crate::solver::Solver;
 use glam::{Affine3A, Mat4, Quat, Vec3, Vec4};
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
+use pyo3::types::PyList;
 use std::collections::HashMap;
 use tendon_core::{Goal as CoreGoal, RotationMode, Solver as _};
 
@@ -125,8 +126,8 @@ impl PosePlan {
         })
     }
 
-    /// Solves the planned goals with `solver` towards `targets` ((goals, 3), armature
-    /// space; `rotation_targets` (goals, 4) w-first and `poles` (goals, 3) replace those
+    /// Solves the planned goals with `solver` towards `targets` ((goals, 3), or a flat list
+    /// of 3 numbers per goal, armature space; `rotation_targets` (goals, 4) w-first and `poles` (goals, 3) replace those
     /// of the goals that have them), from the pose Blender shows, given as `foreach_get`
     /// gives it, in pose-bone order: `evaluated`, every pose bone's `matrix` ((n, 16)
     /// column-major); its channels: `locations` and `scales` ((n, 3)), `rotation_modes`
@@ -221,7 +222,7 @@ impl PosePlan {
             start.translations[dfs] = vec3(&self.locations[row * 3..row * 3 + 3]);
             start.scales[dfs] = vec3(&self.scales[row * 3..row * 3 + 3]);
         }
-        read_f32(targets, "targets", &[k, 3], &mut self.scratch)?;
+        read_points(targets, k, &mut self.scratch)?;
         ensure_finite_array(&self.scratch, "targets")?;
         solver.goals.clear();
         for (goal, point) in self.goals.iter().zip(self.scratch.chunks_exact(3)) {
@@ -317,6 +318,30 @@ impl PosePlan {
         );
         Ok(Some(result.into_pyobject(py)?.into_any()))
     }
+}
+
+/// The goals' target points into `out`: (goals, 3) numbers, or a flat list of 3 per goal
+/// (what Python builds fastest).
+fn read_points(targets: &Bound<'_, PyAny>, goals: usize, out: &mut Vec<f32>) -> PyResult<()> {
+    if let Ok(list) = targets.cast::<PyList>() {
+        if list.len() != goals * 3 {
+            return Err(ShapeError::new_err(format!(
+                "targets: a flat list needs 3 numbers per goal ({}), not {}",
+                goals * 3,
+                list.len()
+            )));
+        }
+        out.clear();
+        for value in list.iter() {
+            out.push(
+                value
+                    .extract::<f32>()
+                    .map_err(|_| ShapeError::new_err("targets: a flat list must hold numbers"))?,
+            );
+        }
+        return Ok(());
+    }
+    read_f32(targets, "targets", &[goals, 3], out).map(|_| ())
 }
 
 /// The rotation channel arrays `PosePlan.solve` takes: argument name and width.
