@@ -766,7 +766,7 @@ class Shortcut:
     moving: list[int]
     moving_array: np.ndarray
     moving_names: list[str]
-    #: Whether a moving bone carries constraints, drivers or inheritance options that the
+    #: Whether a moving bone carries constraints, drivers or Inherit Rotation off, which the
     #: refusals look at on every solve (their muting and influence may be animated).
     inspect: bool
     #: The warnings that follow from the settings alone (chain lengths, loops).
@@ -775,6 +775,9 @@ class Shortcut:
     reach: tuple[np.ndarray, ...]
     check_bones: list[str]
     use_tail: list[bool]
+    #: Parents whose scale moving bones inherit other than fully: solved while they show
+    #: none, else the refusals look at them.
+    unit_parents: list[int] = field(default_factory=list)
     #: The goals planned natively (`PosePlan`), made by the first `solve` that can use it.
     native_plan: Any = None
     #: The pose bones' rotation modes last seen (as bytes) and `channel_properties` for them.
@@ -793,8 +796,8 @@ class Shortcut:
     def solve(
         self, obj: bpy.types.Object, entry: RigEntry, started: float, world: space.WorldTargets | None = None
     ) -> SolveOutcome | None:
-        """The solve in one native call between the bulk reads (the evaluated pose and the
-        channels) and the bulk write, or None when it must be prepared (`prepare`): a
+        """The solve in one native call between the bulk reads (the evaluated pose, the
+        rotation modes and channels) and the bulk write, or None when it must be prepared (`prepare`): a
         moving bone's constraints, drivers or inheritance options to look at, a root to
         move, a stored reference pose, a bone renamed, a target or pose the library
         refuses, or a start the native plan finds needs a closer look (a bone not where its
@@ -843,12 +846,12 @@ class Shortcut:
                     [entry.chain(s.bone, s.chain_length) for s in self.sighted],
                     self.use_tail,
                     pose.MODES,
+                    unit_parents=self.unit_parents,
+                    scale_tolerance=chains.SCALE_TOLERANCE,
                 )
             modes = buffers.rotation_modes(pose_bones)
             properties = self.channel_properties(entry, modes)
             arrays = {CHANNEL_ARGUMENTS[name]: buffers.channel(pose_bones, name, width) for name, width in properties}
-            locations = buffers.channel(pose_bones, "location", 3)
-            scales = buffers.channel(pose_bones, "scale", 3)
             found = plan.solve(
                 solver,
                 evaluated,
@@ -859,8 +862,6 @@ class Shortcut:
                 mismatch=chains.CHANNEL_MISMATCH,
                 collapsed=pose.COLLAPSED_SCALE,
                 unchanged=UNCHANGED,
-                locations=locations,
-                scales=scales,
                 rotation_modes=modes,
                 **arrays,
             )
@@ -914,7 +915,7 @@ class Shortcut:
             basis.reshape(-1, 4, 4), evaluated.reshape(-1, 4, 4), self.moving, column_major=True
         )
         far = differences > chains.CHANNEL_MISMATCH
-        if self.inspect or far.any() or smallest.min() <= pose.COLLAPSED_SCALE:
+        if self.inspect or self.unit_parents or far.any() or smallest.min() <= pose.COLLAPSED_SCALE:
             mismatched = [self.moving[k] for k in np.nonzero(far)[0].tolist()]
             if chains.bone_problems(obj, entry, self.moving, mismatched, smallest, evaluated):
                 return None
@@ -964,11 +965,11 @@ def prepare_whole(obj: bpy.types.Object, effectors: tuple[Effector | None, ...])
     # loop, no chain bone refused): the shortcut then reads exactly the whole way's targets.
     if not plans and len(found.goals) == goal_count == len(plan.sighted):
         inspect = any(
-            bone in entry.constrained
-            or bone in entry.driven
-            or bone in entry.no_inherit_rotation
-            or bone in entry.inherit_scale
-            for bone in moving
+            bone in entry.constrained or bone in entry.driven or bone in entry.no_inherit_rotation for bone in moving
+        )
+        # Inheriting scale other than fully is modelled while the parent shows no scale.
+        unit_parents = sorted(
+            {entry.parents[bone] for bone in moving if bone in entry.inherit_scale and entry.parents[bone] >= 0}
         )
         shortcut = Shortcut(
             plan,
@@ -981,6 +982,7 @@ def prepare_whole(obj: bpy.types.Object, effectors: tuple[Effector | None, ...])
             reach,
             check_bones,
             use_tail,
+            unit_parents=unit_parents,
         )
         entry.memo["shortcut"] = (effectors, shortcut)
     return Prepared(

@@ -441,7 +441,6 @@ def test_pose_plan_solves_from_blender_arrays_and_writes_channels() -> None:
     evaluated = blender_rows(world.transpose(0, 2, 1).reshape(4, 16))  # column-major
     quaternions = blender_rows(start.copy())
     quaternions[pose_rows[2]] *= -1.0  # the same rotation: its channels stay on this side
-    locations, scales = np.zeros((4, 3), np.float32), np.ones((4, 3), np.float32)
     modes = np.zeros(4, np.int32)
     reachable = np.vstack([start[:1], random_rotations(rng, 3, 0.3)])
     target = tail(rig, reachable, 3, 0.7)
@@ -449,7 +448,7 @@ def test_pose_plan_solves_from_blender_arrays_and_writes_channels() -> None:
     plan = tendon.PosePlan(rig, [goal], [1, 2, 3], pose_rows, [[3, 2, 1]], [True], {0: "QUATERNION", 1: "XYZ"})
     solver = tendon.Solver("jacobian_dls")
     settings = {"relative": 1e-5, "mismatch": 1e-4, "collapsed": 1e-6, "unchanged": 1e-7}
-    arrays = {"locations": locations, "scales": scales, "rotation_modes": modes}
+    arrays = {"rotation_modes": modes}
     untouched = quaternions[pose_rows[0]].copy()
     found = plan.solve(solver, evaluated, target[None], quaternions=quaternions, **arrays, **settings)
     assert found is not None
@@ -469,12 +468,20 @@ def test_pose_plan_solves_from_blender_arrays_and_writes_channels() -> None:
     reach = np.linalg.norm(heads[1] - heads[2]) + np.linalg.norm(heads[2] - heads[3]) + 0.7
     assert tolerances == pytest.approx([1e-5 * reach], rel=1e-5)
     # b2's channels say one thing, Blender shows another (a constraint, say): nothing solved;
-    # a bone scaled to zero: nothing solved.
+    # b0 (above the chain) shown scaled to zero on an axis: nothing solved.
     apart = blender_rows(start.copy())
     apart[pose_rows[2]] = (1.0, 0.0, 0.0, 0.0)
     assert plan.solve(solver, evaluated, target[None], quaternions=apart, **arrays, **settings) is None
-    flat = {**arrays, "scales": np.array([[1, 1, 1], [1, 0, 1], [1, 1, 1], [1, 1, 1]], np.float32)}
-    assert plan.solve(solver, evaluated, target[None], quaternions=quaternions, **flat, **settings) is None
+    flat = evaluated.copy()
+    flat[pose_rows[0], 0:3] = 0.0  # b0's x axis (column-major: the first column)
+    assert plan.solve(solver, flat, target[None], quaternions=quaternions, **arrays, **settings) is None
+    # Bones that must show no scale (parents whose scale a moving bone inherits oddly).
+    strict = tendon.PosePlan(
+        rig, [goal], [1, 2, 3], pose_rows, [[3, 2, 1]], [True], {0: "QUATERNION"}, unit_parents=[0]
+    )
+    scaled = evaluated.copy()
+    scaled[pose_rows[0], 0:3] *= 1.5
+    assert strict.solve(solver, scaled, target[None], quaternions=quaternions, **arrays, **settings) is None
     # What the caller must give is named.
     with pytest.raises(tendon.ShapeError, match="eulers"):
         plan.solve(solver, evaluated, target[None], **{**arrays, "rotation_modes": np.ones(4, np.int32)}, **settings)

@@ -254,3 +254,46 @@ fn reset_gives_the_rest_pose() {
     pose.reset(3);
     assert_eq!(pose, Pose::rest(3));
 }
+
+#[test]
+fn pose_from_world_of_some_bones_matches_the_whole_rig_on_them() {
+    let rig = humanoid_desc().build().unwrap();
+    let mut pose = Pose::rest(rig.len());
+    for (i, rotation) in pose.rotations.iter_mut().enumerate() {
+        *rotation = Quat::from_axis_angle(Vec3::new(1.0, 0.5, -0.3).normalize(), 0.1 * i as f32);
+    }
+    pose.translations[0] = Vec3::new(0.2, -0.1, 0.3);
+    pose.scales[3] = Vec3::new(1.2, 0.9, 1.1);
+    let world = rig.world_matrices(&pose);
+    let mut whole = Pose::rest(rig.len());
+    rig.pose_from_world(&world, &mut whole);
+    // The right arm and everything above it, parents first.
+    let hand = rig.index_of("hand.R").unwrap();
+    let mut bones = vec![hand];
+    while let Some(parent) = rig.parent(*bones.last().unwrap()) {
+        bones.push(parent);
+    }
+    bones.reverse();
+    let mut some = Pose::rest(rig.len());
+    let marker = Quat::from_rotation_z(2.0);
+    some.rotations.fill(marker);
+    rig.pose_from_world_of(&world, &bones, &mut some);
+    for i in 0..rig.len() {
+        if bones.contains(&i) {
+            assert!(
+                some.rotations[i].angle_between(pose.rotations[i]) < 1e-5,
+                "bone {i}"
+            );
+            assert!(
+                some.translations[i].distance(whole.translations[i]) < 1e-6,
+                "bone {i}"
+            );
+            assert!(some.scales[i].distance(whole.scales[i]) < 1e-6, "bone {i}");
+        } else {
+            assert_eq!(
+                some.rotations[i], marker,
+                "bone {i} is not among those asked for"
+            );
+        }
+    }
+}

@@ -20,23 +20,31 @@ use tendon_core::{Goal as CoreGoal, RotationMode, Solver as _};
 /// `foreach_get` orders them) and, per goal, its chain (caller indices, effector first) and
 /// whether its tail counts, to measure how far each chain reaches in the pose Blender
 /// shows; `modes` maps the integers `foreach_get("rotation_mode")` gives to Blender's
-/// names of the rotation modes. Build it once for a set of goals; `solve` then does the
-/// rest.
+/// names of the rotation modes; `unit_parents` (caller indices) are bones that must show
+/// no scale (axes of unit length within `scale_tolerance`) for a solve, such as the parents
+/// of moving bones that inherit scale in a way the rig does not model. Build it once for a
+/// set of goals; `solve` then does the rest.
 #[pyclass(module = "tendon._native")]
 pub(crate) struct PosePlan {
     rig: Py<Rig>,
     goals: Vec<CoreGoal>,
     /// Caller indices of the bones the goals may turn.
     moving: Vec<usize>,
+    /// Depth-first indices of the moving bones and every bone above them, parents first:
+    /// the bones whose start a solve needs.
+    relevant: Vec<usize>,
     /// Caller index -> row in Blender's pose bones.
     pose_rows: Vec<usize>,
     /// Per goal: its chain (caller indices, effector first) and whether its tail counts.
     chains: Vec<(Vec<usize>, bool)>,
     /// `foreach_get("rotation_mode")`'s integers and the modes they stand for.
     modes: Vec<(i32, RotationMode)>,
+    /// Caller indices of bones whose evaluated axes must be of unit length (within
+    /// `scale_tolerance`) for the plan to solve: parents whose scale a moving bone inherits
+    /// in a way the rig does not model.
+    unit_parents: Vec<usize>,
+    scale_tolerance: f32,
     evaluated: Vec<f32>,
-    locations: Vec<f32>,
-    scales: Vec<f32>,
     /// Every pose bone's rotation mode code, and the rotation channel arrays (`KINDS`).
     codes: Vec<i32>,
     channels: [Vec<f32>; 3],
@@ -47,6 +55,7 @@ pub(crate) struct PosePlan {
 #[pymethods]
 impl PosePlan {
     #[new]
+    #[pyo3(signature = (rig, goals, moving, pose_rows, chains, use_tail, modes, *, unit_parents = Vec::new(), scale_tolerance = 1e-5))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -57,6 +66,8 @@ impl PosePlan {
         chains: Vec<Vec<usize>>,
         use_tail: Vec<bool>,
         modes: HashMap<i32, String>,
+        unit_parents: Vec<usize>,
+        scale_tolerance: f32,
     ) -> PyResult<PosePlan> {
         let modes = modes
             .into_iter()
@@ -68,13 +79,22 @@ impl PosePlan {
                     })
             })
             .collect::<PyResult<_>>()?;
-        let (n, resolved) = {
+        let (n, resolved, relevant) = {
             let core = &rig.borrow(py).rig;
             let mut resolved = Vec::with_capacity(goals.len());
             for (k, goal) in goals.iter().enumerate() {
                 resolved.push(goal.resolve(core, k)?);
             }
-            (core.len(), resolved)
+            let mut wanted = vec![false; core.len()];
+            for &caller in moving.iter().filter(|&&bone| bone < core.len()) {
+                let mut bone = Some(core.to_dfs(caller));
+                while let Some(b) = bone.filter(|&b| !wanted[b]) {
+                    wanted[b] = true;
+                    bone = core.parent(b);
+                }
+            }
+            let relevant = (0..core.len()).filter(|&b| wanted[b]).collect::<Vec<_>>();
+            (core.len(), resolved, relevant)
         };
         if chains.len() != goals.len() || use_tail.len() != goals.len() {
             return Err(ShapeError::new_err(format!(
@@ -109,16 +129,20 @@ impl PosePlan {
         if let Some(&bad) = chains.iter().flatten().find(|&&bone| bone >= n) {
             return Err(out_of_range("chains", bad));
         }
+        if let Some(&bad) = unit_parents.iter().find(|&&bone| bone >= n) {
+            return Err(out_of_range("unit_parents", bad));
+        }
         Ok(PosePlan {
             rig,
             goals: resolved,
             moving,
+            relevant,
             pose_rows,
             chains: chains.into_iter().zip(use_tail).collect(),
             modes,
+            unit_parents,
+            scale_tolerance,
             evaluated: Vec::new(),
-            locations: Vec::new(),
-            scales: Vec::new(),
             codes: Vec::new(),
             channels: Default::default(),
             world: Vec::new(),
@@ -130,22 +154,22 @@ impl PosePlan {
     /// of 3 numbers per goal, armature space; `rotation_targets` (goals, 4) w-first and `poles` (goals, 3) replace those
     /// of the goals that have them), from the pose Blender shows, given as `foreach_get`
     /// gives it, in pose-bone order: `evaluated`, every pose bone's `matrix` ((n, 16)
-    /// column-major); its channels: `locations` and `scales` ((n, 3)), `rotation_modes`
-    /// (n integers) and the rotation channels of the modes the moving bones are in,
-    /// `quaternions` ((n, 4) `rotation_quaternion`), `eulers` ((n, 3) `rotation_euler`),
-    /// `axis_angles` ((n, 4) `rotation_axis_angle`). The moving bones start from their
-    /// channels, every other bone where Blender shows it.
+    /// column-major), `rotation_modes` (n integers) and the rotation channels of the modes
+    /// the moving bones are in, `quaternions` ((n, 4) `rotation_quaternion`), `eulers`
+    /// ((n, 3) `rotation_euler`), `axis_angles` ((n, 4) `rotation_axis_angle`). The moving
+    /// bones start from their rotation channels, and every bone where Blender shows it.
     ///
     /// Returns None, solving nothing, when the start needs a closer look: a moving bone not
     /// where its channels put it (rotations apart by more than `mismatch`, a quaternion
-    /// component), or some bone's channel scale at most `collapsed` on an axis. Otherwise
+    /// component), a moving bone or one above them shown with an axis at most `collapsed`
+    /// long, or a bone of `unit_parents` scaled. Otherwise
     /// `(changed, reached, residual, iterations, tolerances)`: the moving bones whose
     /// rotation changed by more than `unchanged` (caller indices), the solver's report,
     /// and per goal the distance within which its effector counts as reached in Blender's
     /// pose: `relative` times the length of its chain in the evaluated pose. The changed
     /// bones' new rotations are written into the rotation channel arrays, in each bone's
     /// mode and nearest its channels there, ready for `foreach_set`.
-    #[pyo3(signature = (solver, evaluated, targets, *, rotation_targets = None, poles = None, relative, mismatch, collapsed, unchanged, locations, scales, rotation_modes, quaternions = None, eulers = None, axis_angles = None))]
+    #[pyo3(signature = (solver, evaluated, targets, *, rotation_targets = None, poles = None, relative, mismatch, collapsed, unchanged, rotation_modes, quaternions = None, eulers = None, axis_angles = None))]
     #[allow(clippy::too_many_arguments)]
     fn solve<'py>(
         &mut self,
@@ -159,8 +183,6 @@ impl PosePlan {
         mismatch: f32,
         collapsed: f32,
         unchanged: f32,
-        locations: &Bound<'py, PyAny>,
-        scales: &Bound<'py, PyAny>,
         rotation_modes: &Bound<'py, PyAny>,
         quaternions: Option<&Bound<'py, PyAny>>,
         eulers: Option<&Bound<'py, PyAny>>,
@@ -173,13 +195,16 @@ impl PosePlan {
         let k = self.goals.len();
         read_f32(evaluated, "evaluated", &[n, 16], &mut self.evaluated)?;
         ensure_finite_array(&self.evaluated, "evaluated")?;
-        read_f32(locations, "locations", &[n, 3], &mut self.locations)?;
-        ensure_finite_array(&self.locations, "locations")?;
-        read_f32(scales, "scales", &[n, 3], &mut self.scales)?;
-        ensure_finite_array(&self.scales, "scales")?;
-        // Any channel scale flattening a bone: the checked path names the bones it affects.
-        if self.scales.iter().any(|s| s.abs() <= collapsed) {
-            return Ok(None);
+        // A scaled parent whose scale a moving bone inherits other than fully: the same.
+        for &parent in &self.unit_parents {
+            let at = self.pose_rows[parent] * 16;
+            let axes = &self.evaluated[at..at + 12];
+            if (0..3).any(|c| {
+                let axis = Vec3::from_slice(&axes[c * 4..c * 4 + 3]);
+                (axis.length() - 1.0).abs() > self.scale_tolerance
+            }) {
+                return Ok(None);
+            }
         }
         self.read_modes(py, rotation_modes)?;
         let arrays = [quaternions, eulers, axis_angles];
@@ -198,13 +223,21 @@ impl PosePlan {
         }
         self.world.clear();
         self.world.resize(n, Affine3A::IDENTITY);
-        for caller in 0..n {
-            let at = self.pose_rows[caller] * 16;
-            self.world[rig.to_dfs(caller)] =
-                Affine3A::from_mat4(Mat4::from_cols_slice(&self.evaluated[at..at + 16]));
+        for &dfs in &self.relevant {
+            let at = self.pose_rows[rig.to_caller(dfs)] * 16;
+            let matrix = Mat4::from_cols_slice(&self.evaluated[at..at + 16]);
+            // A bone flattened (a scale of zero here or above): the checked path names it.
+            if [matrix.x_axis, matrix.y_axis, matrix.z_axis]
+                .iter()
+                .any(|axis| axis.truncate().length() <= collapsed)
+            {
+                return Ok(None);
+            }
+            self.world[dfs] = Affine3A::from_mat4(matrix);
         }
         let start = &mut solver.start;
-        rig.pose_from_world(&self.world, start);
+        start.reset(n);
+        rig.pose_from_world_of(&self.world, &self.relevant, start);
         for &caller in &self.moving {
             let row = self.pose_rows[caller];
             let (mode, values) = self.channel_row(row)?;
@@ -219,8 +252,6 @@ impl PosePlan {
                 return Ok(None);
             }
             start.rotations[dfs] = rotation;
-            start.translations[dfs] = vec3(&self.locations[row * 3..row * 3 + 3]);
-            start.scales[dfs] = vec3(&self.scales[row * 3..row * 3 + 3]);
         }
         read_points(targets, k, &mut self.scratch)?;
         ensure_finite_array(&self.scratch, "targets")?;

@@ -411,23 +411,44 @@ impl Rig {
     /// keeps the rest transform.
     pub fn pose_from_world(&self, world: &[Affine3A], pose: &mut Pose) {
         pose.reset(self.len());
-        for (i, matrix) in world.iter().enumerate().take(self.len()) {
-            let frame = match self.parents[i] {
-                Some(p) => world[p] * self.rest_affine[i],
-                None => self.rest_affine[i],
-            };
-            // Also catches a NaN determinant.
-            let determinant = frame.matrix3.determinant().abs();
-            if determinant.is_nan() || determinant <= f32::MIN_POSITIVE {
-                continue;
-            }
-            let (scale, rotation, translation) =
-                (frame.inverse() * *matrix).to_scale_rotation_translation();
-            if scale.is_finite() && rotation.is_finite() && translation.is_finite() {
-                pose.scales[i] = scale;
-                pose.rotations[i] = rotation.normalize();
-                pose.translations[i] = translation;
-            }
+        for i in 0..self.len().min(world.len()) {
+            self.bone_pose_from_world(world, i, pose);
+        }
+    }
+
+    /// [`pose_from_world`](Self::pose_from_world) for `bones` (depth-first indices) alone:
+    /// each needs its own and its parent's matrix in `world`; every other bone of `pose`
+    /// keeps its transform. What a solve needs of a large rig: its chains and the bones
+    /// above them.
+    pub fn pose_from_world_of(&self, world: &[Affine3A], bones: &[usize], pose: &mut Pose) {
+        for &i in bones {
+            self.bone_pose_from_world(world, i, pose);
+        }
+    }
+
+    fn bone_pose_from_world(&self, world: &[Affine3A], i: usize, pose: &mut Pose) {
+        let frame = match self.parents[i] {
+            Some(p) => world[p] * self.rest_affine[i],
+            None => self.rest_affine[i],
+        };
+        // Also catches a NaN determinant.
+        let determinant = frame.matrix3.determinant().abs();
+        if determinant.is_nan() || determinant <= f32::MIN_POSITIVE {
+            pose.scales[i] = Vec3::ONE;
+            pose.rotations[i] = Quat::IDENTITY;
+            pose.translations[i] = Vec3::ZERO;
+            return;
+        }
+        let (scale, rotation, translation) =
+            (frame.inverse() * world[i]).to_scale_rotation_translation();
+        if scale.is_finite() && rotation.is_finite() && translation.is_finite() {
+            pose.scales[i] = scale;
+            pose.rotations[i] = rotation.normalize();
+            pose.translations[i] = translation;
+        } else {
+            pose.scales[i] = Vec3::ONE;
+            pose.rotations[i] = Quat::IDENTITY;
+            pose.translations[i] = Vec3::ZERO;
         }
     }
 

@@ -212,6 +212,9 @@ class PosePlan:
         chains: list[list[int]],
         use_tail: list[bool],
         modes: dict[int, str],
+        *,
+        unit_parents: list[int] = ...,
+        scale_tolerance: float = 1e-05,
     ) -> PosePlan: ...
     def solve(
         self,
@@ -225,8 +228,6 @@ class PosePlan:
         mismatch: float,
         collapsed: float,
         unchanged: float,
-        locations: _ArrayLike,
-        scales: _ArrayLike,
         rotation_modes: _ArrayLike,
         quaternions: _ArrayLike | None = None,
         eulers: _ArrayLike | None = None,
