@@ -34,8 +34,10 @@ impl Default for FinishWithinLimits {
 
 impl FinishWithinLimits {
     /// `report` and `out` are the sweep's from `start`, unreached on a chain with limits
-    /// ([`Workspace::moves_limited_joint`]); both are replaced when a finish comes closer. The finish keeps the caller's tolerance and full-body
-    /// settings, with damped least squares' own iteration cap and step.
+    /// ([`Workspace::moves_limited_joint`](super::driver::Workspace::moves_limited_joint));
+    /// both are replaced when a finish comes closer. The finish keeps the caller's
+    /// tolerance and full-body settings, with damped least squares' own iteration cap and
+    /// step.
     pub(crate) fn apply(
         &mut self,
         rig: &Rig,
