@@ -143,7 +143,13 @@ def live_update(scene: bpy.types.Scene, force: bool = False) -> None:
                 _unmeasured.pop(key, None)
                 set_status(obj, "Live: paused in Edit Mode")
                 continue
-            effectors, seen, world = signature(obj)
+            try:
+                effectors, seen, world = signature(obj)
+            except ReferenceError:
+                # A target removed since its settings were kept (a frame change tells the
+                # rig cache nothing): read them again, now without it.
+                _effectors.pop(key, None)
+                effectors, seen, world = signature(obj)
             if not force and unchanged(_signatures.get(key), seen):
                 # The update that follows a live solve: measure it in the pose Blender shows.
                 pending = _unmeasured.pop(key, None)

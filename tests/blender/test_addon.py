@@ -339,6 +339,29 @@ def test_live_mode_hears_an_effector_setting_changed() -> None:
     assert "no effector to solve" in obj.tendon.status, obj.tendon.status
 
 
+def test_live_mode_goes_on_after_a_target_is_removed_and_the_frame_changes() -> None:
+    """A target removed from Python, then frame changes (which rebuild no relations): live
+    mode reads the settings it kept again and says the effector has no target, and the
+    live armature after it is still solved."""
+    obj = rigs.chain(4, name="A")
+    target = rigs.empty("target", rigs.random_pose_tail(obj, "b3", seed=5))
+    rigs.add_effector(obj, "b3", target)
+    other = rigs.chain(4, name="B")
+    animated = rigs.empty("animated", rigs.random_pose_tail(other, "b3", seed=6))
+    rigs.add_effector(other, "b3", animated)
+    animated.keyframe_insert("location", frame=1)
+    animated.location = rigs.random_pose_tail(other, "b3", seed=7)
+    animated.keyframe_insert("location", frame=5)
+    bpy.context.scene.frame_set(1)
+    obj.tendon.live = other.tendon.live = True
+    rigs.update()
+    bpy.data.objects.remove(target)
+    for frame in (3, 5):
+        bpy.context.scene.frame_set(frame)
+        assert (rigs.tail_world(other, "b3") - animated.matrix_world.translation).length < 1e-4, frame
+    assert "no target" in obj.tendon.status, obj.tendon.status
+
+
 def test_live_mode_measures_its_solve_even_with_a_nan_in_a_setting() -> None:
     """Live mode solves when something it follows moved, and measures the solve in Blender's
     pose at the next update that moves nothing it follows (Blender evaluates a pose written

@@ -12,6 +12,7 @@ from pathlib import Path
 import bpy
 import pytest
 import rigs
+from mathutils import Vector
 
 from conftest import MODULE
 
@@ -315,3 +316,37 @@ def test_the_shortcut_writes_each_bone_in_its_own_rotation_mode() -> None:
     whole_way = channels()
     for key, values in through_shortcut.items():
         assert whole_way[key] == pytest.approx(values, abs=1e-5), key
+
+
+def test_the_shortcut_places_a_head_effector_whose_bone_has_a_pose_location() -> None:
+    """A head effector (its tail not counted, no rotation target) does not turn its own
+    bone, yet that bone's pose location places its head: the shortcut's native call starts
+    it where Blender shows it, and reaches like the whole way."""
+    obj = rigs.chain(4)
+    bpy.ops.object.mode_set(mode="EDIT")
+    obj.data.edit_bones["b3"].use_connect = False
+    bpy.ops.object.mode_set(mode="POSE")
+    obj.pose.bones["b3"].location = (0.3, 0.2, -0.1)
+
+    def head_reached_with(turns: dict[str, tuple[float, ...]]) -> Vector:
+        for name, turn in turns.items():
+            obj.pose.bones[name].rotation_mode = "QUATERNION"
+            obj.pose.bones[name].rotation_quaternion = turn
+        rigs.update()
+        point = obj.matrix_world @ obj.pose.bones["b3"].head
+        for name in turns:
+            obj.pose.bones[name].rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
+        rigs.update()
+        return point.copy()
+
+    target = rigs.empty("target", head_reached_with({"b1": (0.95, 0.2, 0.1, 0.0), "b2": (0.95, -0.1, 0.25, 0.1)}))
+    rigs.add_effector(obj, "b3", target, chain_length=3)
+    obj.tendon.effectors[0].use_tail = False
+    assert reached(solve())
+    entry = cached(obj)
+    shortcut = entry.memo["shortcut"][1]
+    target.location = head_reached_with({"b1": (0.9, -0.2, 0.3, 0.1), "b2": (0.97, 0.2, 0.0, 0.1)})
+    rigs.update()
+    assert reached(solve()), obj.tendon.status
+    assert entry.memo["shortcut"][1] is shortcut and shortcut.native_plan is not None
+    assert (obj.matrix_world @ obj.pose.bones["b3"].head - target.location).length < 1e-4

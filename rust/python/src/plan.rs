@@ -30,8 +30,8 @@ pub(crate) struct PosePlan {
     goals: Vec<CoreGoal>,
     /// Caller indices of the bones the goals may turn.
     moving: Vec<usize>,
-    /// Depth-first indices of the moving bones and every bone above them, parents first:
-    /// the bones whose start a solve needs.
+    /// Depth-first indices of the moving bones, the chains' bones and every bone above
+    /// them, parents first: the bones whose start a solve needs.
     relevant: Vec<usize>,
     /// Caller index -> row in Blender's pose bones.
     pose_rows: Vec<usize>,
@@ -85,8 +85,11 @@ impl PosePlan {
             for (k, goal) in goals.iter().enumerate() {
                 resolved.push(goal.resolve(core, k)?);
             }
+            // The moving bones, every chain's bones (a head effector's own bone does not move,
+            // yet places its head) and everything above them.
             let mut wanted = vec![false; core.len()];
-            for &caller in moving.iter().filter(|&&bone| bone < core.len()) {
+            let seeds = moving.iter().chain(chains.iter().flatten());
+            for &caller in seeds.filter(|&&bone| bone < core.len()) {
                 let mut bone = Some(core.to_dfs(caller));
                 while let Some(b) = bone.filter(|&b| !wanted[b]) {
                     wanted[b] = true;
@@ -157,7 +160,8 @@ impl PosePlan {
     /// column-major), `rotation_modes` (n integers) and the rotation channels of the modes
     /// the moving bones are in, `quaternions` ((n, 4) `rotation_quaternion`), `eulers`
     /// ((n, 3) `rotation_euler`), `axis_angles` ((n, 4) `rotation_axis_angle`). The moving
-    /// bones start from their rotation channels, and every bone where Blender shows it.
+    /// bones start from their rotation channels; they, the chains' other bones and every
+    /// bone above them where Blender shows them (the others at rest: no goal sees them).
     ///
     /// Returns None, solving nothing, when the start needs a closer look: a moving bone not
     /// where its channels put it (rotations apart by more than `mismatch`, a quaternion
