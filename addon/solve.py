@@ -401,8 +401,8 @@ def drop_unsolvable(
     """Skips, with a warning naming the bone and the reason, each goal whose chain holds a
     bone Blender does not pose from its own channels. Returns the bones the kept goals move
     and the pose the solve starts from (`basis` and `evaluated`: (n, 16) column-major, rig
-    order): every bone where Blender puts it, the moving bones from their own channels
-    (exact, and current even before Blender evaluates them), in one native call that also
+    order): every bone where Blender puts it, the moving bones' rotations from their own
+    channels (exact: what the solve turns and writes back), in one native call that also
     tells which moving bones are elsewhere than their channels say."""
     key = found.key
     moves, every = entry.remember(

@@ -350,3 +350,36 @@ def test_the_shortcut_places_a_head_effector_whose_bone_has_a_pose_location() ->
     assert reached(solve()), obj.tendon.status
     assert entry.memo["shortcut"][1] is shortcut and shortcut.native_plan is not None
     assert (obj.matrix_world @ obj.pose.bones["b3"].head - target.location).length < 1e-4
+
+
+def test_a_chain_bone_with_local_location_off_and_a_location_reaches_both_ways() -> None:
+    """Local Location off places a bone's location channels in another space than the
+    rig's: the solve starts every chain bone's translation where Blender shows it, so the
+    whole way reaches, like the shortcut, and both give the same pose."""
+    obj = rigs.chain(5)
+    for pose_bone in obj.pose.bones:
+        pose_bone.rotation_mode = "QUATERNION"
+    bpy.ops.object.mode_set(mode="EDIT")
+    obj.data.edit_bones["b2"].use_connect = False
+    obj.data.edit_bones["b2"].use_local_location = False
+    bpy.ops.object.mode_set(mode="POSE")
+    obj.pose.bones["b2"].location = (0.3, 0.1, -0.2)
+    obj.pose.bones["b1"].rotation_quaternion = (0.9, 0.3, 0.1, 0.2)
+    turns = {"b2": (0.95, 0.2, 0.1, 0.0), "b3": (0.95, -0.1, 0.25, 0.1), "b4": (0.97, 0.2, 0.0, 0.1)}
+    for name, turn in turns.items():
+        obj.pose.bones[name].rotation_quaternion = turn
+    target = rigs.empty("target", rigs.tail_world(obj, "b4").copy())
+    for name in turns:
+        obj.pose.bones[name].rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
+    rigs.update()
+    rigs.add_effector(obj, "b4", target, chain_length=3)
+    assert reached(solve()), obj.tendon.status
+    whole_way = [value for name in turns for value in obj.pose.bones[name].rotation_quaternion]
+    entry = cached(obj)
+    for name in turns:
+        obj.pose.bones[name].rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
+    rigs.update()
+    assert reached(solve()), obj.tendon.status
+    assert entry.memo["shortcut"][1].native_plan is not None
+    shortcut = [value for name in turns for value in obj.pose.bones[name].rotation_quaternion]
+    assert shortcut == pytest.approx(whole_way, abs=1e-5)

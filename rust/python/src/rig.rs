@@ -233,10 +233,13 @@ impl Rig {
 
     /// The pose a solve inside Blender starts from, in one call: every bone where the
     /// armature-space `evaluated` matrices (n, 4, 4) put it (as `pose_from_world`), but the
-    /// bones listed in `bones` (caller indices), which start from their own channels: the
-    /// local `basis` matrices (n, 4, 4, Blender's `matrix_basis`) split into rotation,
-    /// translation and scale (as `matrices_to_transforms`). Matrices are row-major, or
-    /// column-major when `column_major` (as `foreach_get` gives them).
+    /// rotations of the bones listed in `bones` (caller indices), which start from their
+    /// own channels: the rotation of the local `basis` matrices (n, 4, 4, Blender's
+    /// `matrix_basis`, as `matrices_to_transforms` splits them). Their translations and
+    /// scales stay where Blender shows them: the same as their channels' for a bone posed
+    /// from them, and right too where an option places the channels' location elsewhere
+    /// (Local Location off). Matrices are row-major, or column-major when `column_major`
+    /// (as `foreach_get` gives them).
     ///
     /// Returns the rotations (n, 4), translations and scales (n, 3); per bone of `bones`,
     /// how far its evaluated local rotation is from its channels' (the largest difference of
@@ -285,7 +288,7 @@ impl Rig {
         });
         let mut pose = Pose::rest(n);
         self.rig.pose_from_world(&frames, &mut pose);
-        let (mut rotations, mut translations, mut scales) = pose_arrays(&self.rig, &pose);
+        let (mut rotations, translations, scales) = pose_arrays(&self.rig, &pose);
         let smallest: Vec<f32> = local
             .chunks_exact(16)
             .map(|m| {
@@ -295,7 +298,7 @@ impl Rig {
             .collect();
         let mut differences = Vec::with_capacity(bones.len());
         for &bone in &bones {
-            let (scale, rotation, translation) =
+            let (_, rotation, _) =
                 orient(&local[bone * 16..bone * 16 + 16]).to_scale_rotation_translation();
             let own = [rotation.w, rotation.x, rotation.y, rotation.z];
             let shown = &mut rotations[bone * 4..bone * 4 + 4];
@@ -306,8 +309,6 @@ impl Rig {
             }
             differences.push(apart.min(opposite));
             shown.copy_from_slice(&own);
-            translations[bone * 3..bone * 3 + 3].copy_from_slice(&translation.to_array());
-            scales[bone * 3..bone * 3 + 3].copy_from_slice(&scale.to_array());
         }
         Ok((
             new_array(py, &[n, 4], &rotations)?,
