@@ -79,21 +79,26 @@ def read_rows(obj: bpy.types.Object, entry: RigEntry, name: str) -> np.ndarray:
 
 
 class PoseBuffers:
-    """The arrays a repeated solve of one armature reads into and writes from, made once:
-    every pose bone's ``matrix`` ((n, 16) column-major, pose order; ``matrix_basis`` too
-    when asked), rotation modes and channels. A live tick then allocates nothing."""
+    """The arrays a repeated solve of one armature reads into and writes from, made once
+    (each when first used): pose bones' matrices ((n, 16) column-major, pose order),
+    rotation modes and channels. A live tick then allocates nothing."""
 
     def __init__(self, count: int) -> None:
         self.count = count
-        self.flat = {name: np.empty((count + 1) * 16, np.float32) for name in ("matrix_basis", "matrix")}
-        self.marks = {name: flat.view(np.uint32) for name, flat in self.flat.items()}
-        self.rows = {name: flat[: count * 16].reshape(count, 16) for name, flat in self.flat.items()}
+        #: Per matrix property: the flat array (one spare matrix, see `read_rows`), its
+        #: marks' view, and the (n, 16) rows.
+        self.matrix_arrays: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.modes = np.empty(count, np.int32)
         self.channels: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def matrices(self, pose_bones: bpy.types.bpy_prop_collection, name: str) -> np.ndarray:
         """`read_rows` into the buffer of `name`; raises StaleRig the same way."""
-        count, flat, marks = self.count, self.flat[name], self.marks[name]
+        count = self.count
+        known = self.matrix_arrays.get(name)
+        if known is None:
+            array = np.empty((count + 1) * 16, np.float32)
+            known = self.matrix_arrays[name] = (array, array.view(np.uint32), array[: count * 16].reshape(count, 16))
+        flat, marks, rows = known
         marks[(count - 1) * 16] = marks[count * 16] = UNWRITTEN
         try:
             pose_bones.foreach_get(name, flat)
@@ -101,7 +106,7 @@ class PoseBuffers:
             raise StaleRig from error
         if marks[count * 16] != UNWRITTEN or marks[(count - 1) * 16] == UNWRITTEN:
             raise StaleRig
-        return self.rows[name]
+        return rows
 
     def rotation_modes(self, pose_bones: bpy.types.bpy_prop_collection) -> np.ndarray:
         """Every pose bone's rotation mode (``MODES`` keys); call after `matrices`, which

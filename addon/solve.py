@@ -797,11 +797,12 @@ class Shortcut:
         self, obj: bpy.types.Object, entry: RigEntry, started: float, world: space.WorldTargets | None = None
     ) -> SolveOutcome | None:
         """The solve in one native call between the bulk reads (the evaluated pose, the
-        rotation modes and channels) and the bulk write, or None when it must be prepared (`prepare`): a
-        moving bone's constraints, drivers or inheritance options to look at, a root to
-        move, a stored reference pose, a bone renamed, a target or pose the library
-        refuses, or a start the native plan finds needs a closer look (a bone not where its
-        channels put it, a scale of zero)."""
+        rotation modes and channels) and the bulk write, or None when it must be prepared
+        (`prepare`): a moving bone's constraints, drivers or Inherit Rotation off to look
+        at, a root to move, a stored reference pose, a bone renamed, a target or pose the
+        library refuses, or a start the native plan finds needs a closer look (a bone not
+        where its channels put it, a scale of zero, a scaled parent whose scale a moving
+        bone inherits other than fully)."""
         settings = obj.tendon
         if (
             self.inspect
