@@ -67,15 +67,22 @@ def read_rows(obj: bpy.types.Object, entry: RigEntry, name: str) -> np.ndarray:
     filled exactly when there are no fewer."""
     n = entry.count
     flat = np.empty((n + 1) * 16, np.float32)
-    marks = flat.view(np.uint32)
-    marks[(n - 1) * 16] = marks[n * 16] = UNWRITTEN
+    read_counted(obj.pose.bones, name, flat, flat.view(np.uint32), n)
+    return flat[: n * 16].reshape(n, 16)
+
+
+def read_counted(
+    pose_bones: bpy.types.bpy_prop_collection, name: str, flat: np.ndarray, marks: np.ndarray, count: int
+) -> None:
+    """`foreach_get` of matrix property `name` into `flat` (room for `count` + 1 matrices,
+    `marks` its uint32 view), raising StaleRig unless there are exactly `count` bones."""
+    marks[(count - 1) * 16] = marks[count * 16] = UNWRITTEN
     try:
-        obj.pose.bones.foreach_get(name, flat)
+        pose_bones.foreach_get(name, flat)
     except RuntimeError as error:
         raise StaleRig from error
-    if marks[n * 16] != UNWRITTEN or marks[(n - 1) * 16] == UNWRITTEN:
+    if marks[count * 16] != UNWRITTEN or marks[(count - 1) * 16] == UNWRITTEN:
         raise StaleRig
-    return flat[: n * 16].reshape(n, 16)
 
 
 class PoseBuffers:
@@ -99,13 +106,7 @@ class PoseBuffers:
             array = np.empty((count + 1) * 16, np.float32)
             known = self.matrix_arrays[name] = (array, array.view(np.uint32), array[: count * 16].reshape(count, 16))
         flat, marks, rows = known
-        marks[(count - 1) * 16] = marks[count * 16] = UNWRITTEN
-        try:
-            pose_bones.foreach_get(name, flat)
-        except RuntimeError as error:
-            raise StaleRig from error
-        if marks[count * 16] != UNWRITTEN or marks[(count - 1) * 16] == UNWRITTEN:
-            raise StaleRig
+        read_counted(pose_bones, name, flat, marks, count)
         return rows
 
     def rotation_modes(self, pose_bones: bpy.types.bpy_prop_collection) -> np.ndarray:

@@ -823,7 +823,7 @@ class Shortcut:
                 to_armature = space.world_to_armature(obj)
                 try:
                     points = [x for p in self.positions for x in to_armature @ world[p][0].translation]
-                except AttributeError:
+                except (AttributeError, KeyError):
                     # A target that could not be read: the prepared path names it.
                     return None
             else:

@@ -487,5 +487,7 @@ def test_pose_plan_solves_from_blender_arrays_and_writes_channels() -> None:
         plan.solve(solver, evaluated, target[None], **{**arrays, "rotation_modes": np.ones(4, np.int32)}, **settings)
     with pytest.raises(tendon.BoneIndexError, match="pose_rows"):
         tendon.PosePlan(rig, [goal], [1, 2, 3], [0, 0, 1, 2], [[3, 2, 1]], [True], {0: "QUATERNION"})
+    with pytest.raises(tendon.ShapeError, match="chain of goal 0 is empty"):
+        tendon.PosePlan(rig, [goal], [1, 2, 3], pose_rows, [[]], [True], {0: "QUATERNION"})
     with pytest.raises(tendon.ShapeError, match="'SIDEWAYS' is not a rotation mode"):
         tendon.PosePlan(rig, [goal], [1, 2, 3], pose_rows, [[3, 2, 1]], [True], {0: "SIDEWAYS"})

@@ -132,6 +132,11 @@ impl PosePlan {
         if let Some(&bad) = chains.iter().flatten().find(|&&bone| bone >= n) {
             return Err(out_of_range("chains", bad));
         }
+        if let Some(empty) = chains.iter().position(Vec::is_empty) {
+            return Err(ShapeError::new_err(format!(
+                "chains: the chain of goal {empty} is empty (it starts with the effector bone)"
+            )));
+        }
         if let Some(&bad) = unit_parents.iter().find(|&&bone| bone >= n) {
             return Err(out_of_range("unit_parents", bad));
         }
@@ -154,8 +159,9 @@ impl PosePlan {
     }
 
     /// Solves the planned goals with `solver` towards `targets` ((goals, 3), or a flat list
-    /// of 3 numbers per goal, armature space; `rotation_targets` (goals, 4) w-first and `poles` (goals, 3) replace those
-    /// of the goals that have them), from the pose Blender shows, given as `foreach_get`
+    /// of 3 numbers per goal, armature space; `rotation_targets` (goals, 4) w-first and
+    /// `poles` (goals, 3) replace those of the goals that have them), from the pose Blender
+    /// shows, given as `foreach_get`
     /// gives it, in pose-bone order: `evaluated`, every pose bone's `matrix` ((n, 16)
     /// column-major), `rotation_modes` (n integers) and the rotation channels of the modes
     /// the moving bones are in, `quaternions` ((n, 4) `rotation_quaternion`), `eulers`
@@ -199,7 +205,8 @@ impl PosePlan {
         let k = self.goals.len();
         read_f32(evaluated, "evaluated", &[n, 16], &mut self.evaluated)?;
         ensure_finite_array(&self.evaluated, "evaluated")?;
-        // A scaled parent whose scale a moving bone inherits other than fully: the same.
+        // A scaled parent whose scale a moving bone inherits other than fully: the checked
+        // path looks at it.
         for &parent in &self.unit_parents {
             let at = self.pose_rows[parent] * 16;
             let axes = &self.evaluated[at..at + 12];
