@@ -354,10 +354,12 @@ class Baker:
             written += keys.write_bone_channels(
                 action, slot, names[bone], pose.rotation_channel(mode)[0], frames, channels, interpolation, span
             )
-        for bone in self.moved:
-            written += keys.write_bone_channels(
-                action, slot, names[bone], "location", frames, self.pose[1][:, bone], interpolation, span
-            )
+        if self.moved:
+            locations = self.location_channels(solved)
+            for bone in self.moved:
+                written += keys.write_bone_channels(
+                    action, slot, names[bone], "location", frames, locations[:, bone], interpolation, span
+                )
         scales = self.pose[2]
         for bone in self.scaled:
             written += keys.write_bone_channels(
@@ -374,6 +376,21 @@ class Baker:
             largest_error=largest,
             action=action.name,
             warnings=self.found.warnings,
+        )
+
+    def location_channels(self, rotations: np.ndarray) -> np.ndarray:
+        """The moved bones' ``location`` channels per frame (frames, n, 3): the solved
+        translations, in armature space for bones with Local Location off."""
+        _, translations, scales = self.pose
+        if all(self.obj.data.bones[self.entry.names[bone]].use_local_location for bone in self.moved):
+            return translations
+        scales = np.broadcast_to(scales, translations.shape)
+        moved = np.array(self.moved, np.int64)
+        return np.stack(
+            [
+                pose.location_channels(self.obj, self.entry, moved, rotations[t], translations[t], scales[t])
+                for t in range(len(self.frames))
+            ]
         )
 
     def show_keys(self) -> None:

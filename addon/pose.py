@@ -288,6 +288,34 @@ def write_vectors(obj: bpy.types.Object, entry: RigEntry, name: str, bones: np.n
     tag_pose(obj)
 
 
+def location_channels(
+    obj: bpy.types.Object,
+    entry: RigEntry,
+    bones: np.ndarray,
+    rotations: np.ndarray,
+    translations: np.ndarray,
+    scales: np.ndarray,
+) -> np.ndarray:
+    """The ``location`` channels (rig order, n x 3) that put `bones` where a pose's
+    `translations` (the rig's convention: in each bone's rest frame, turned and scaled by
+    its parent's pose) put them. Equal for bones with Local Location on; a bone with it off
+    takes its location in armature space, added to its head's place without its rest frame
+    or its parent's pose turning it (how Blender reads that option)."""
+    values = np.array(translations, np.float32)
+    off = [int(b) for b in bones if not obj.data.bones[entry.names[int(b)]].use_local_location]
+    if not off:
+        return values
+    worlds = entry.rig.forward_kinematics(rotations, translations, scales)
+    for bone in off:
+        frame = np.array(obj.data.bones[entry.names[bone]].matrix_local.to_3x3(), np.float64)
+        parent = entry.parents[bone]
+        if parent >= 0:
+            parent_rest = np.array(obj.data.bones[entry.names[parent]].matrix_local.to_3x3(), np.float64)
+            frame = worlds[parent][:3, :3] @ np.linalg.solve(parent_rest, frame)
+        values[bone] = frame @ translations[bone]
+    return values
+
+
 def reset_rotations(obj: bpy.types.Object, entry: RigEntry, bones: np.ndarray) -> None:
     """Puts `bones` (rig indices) back to their rest rotation, in each bone's mode."""
     if not len(bones):

@@ -1038,7 +1038,8 @@ def solve(
     if obj.tendon.move_root:
         # A root moved by `move_root`: its location channels (no solver moves a bone otherwise).
         moved = np.nonzero(np.abs(result.translations - translations).max(axis=1) > UNCHANGED)[0]
-        pose.write_vectors(obj, entry, "location", moved, result.translations)
+        locations = pose.location_channels(obj, entry, moved, solved, result.translations, prepared.scales)
+        pose.write_vectors(obj, entry, "location", moved, locations)
         written = len(set(changed.tolist()) | set(moved.tolist()))
     return SolveOutcome(
         goals=len(prepared.goals),

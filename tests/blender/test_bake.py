@@ -482,3 +482,36 @@ def test_bake_leaves_modifiers_nla_and_other_users_of_the_action_alone() -> None
     baked = keys_module().find_fcurve(obj, 'pose.bones["b0"].rotation_quaternion', 1)
     assert [m.type for m in baked.modifiers] == ["NOISE"]
     assert len(keys_module().find_fcurve(obj, 'pose.bones["b0"].location', 0).keyframe_points) == 1
+
+
+def test_move_root_writes_a_root_with_local_location_off_where_the_solve_put_it() -> None:
+    """Local Location off puts a bone's location channels in armature space rather than
+    the bone's rest frame (the hips point up, so the two differ): the solved root's
+    translation is written, and keyed, in the space the bone's channels use."""
+    obj = rigs.humanoid()
+    bpy.ops.object.mode_set(mode="EDIT")
+    obj.data.edit_bones["hips"].use_local_location = False
+    bpy.ops.object.mode_set(mode="POSE")
+    obj.pose.bones["hips"].location = (0.02, -0.03, 0.01)
+    rigs.update()
+    lower = Vector((0.05, 0.0, -0.12))
+    targets = []
+    for bone, chain_length in (("hand.L", 3), ("hand.R", 3), ("shin.L", 2), ("shin.R", 2)):
+        target = rigs.empty(f"{bone}.target", rigs.tail_world(obj, bone) + lower)
+        effector = obj.tendon.effectors.add()
+        effector.bone, effector.target, effector.chain_length = bone, target, chain_length
+        targets.append((bone, target))
+    rigs.activate(obj)
+    obj.tendon.solver, obj.tendon.move_root = "JACOBIAN_DLS", True
+    assert bpy.ops.tendon.solve() == {"FINISHED"}
+    assert "not reached" not in obj.tendon.status, obj.tendon.status
+    for bone, target in targets:
+        assert (rigs.tail_world(obj, bone) - target.location).length < 1e-4, bone
+    # Armature space: the hips went down (z), not along their own rest axis.
+    assert obj.pose.bones["hips"].location.z < -0.05, tuple(obj.pose.bones["hips"].location)
+    obj.pose.bones["hips"].location = (0.02, -0.03, 0.01)
+    assert bpy.ops.tendon.bake(frame_start=1, frame_end=3) == {"FINISHED"}
+    bpy.context.scene.frame_set(2)
+    assert obj.pose.bones["hips"].location.z < -0.05, tuple(obj.pose.bones["hips"].location)
+    for bone, target in targets:
+        assert (rigs.tail_world(obj, bone) - target.location).length < 1e-4, bone
