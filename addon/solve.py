@@ -350,16 +350,52 @@ def build_goals(
     return found
 
 
+def followed_bones(obj: bpy.types.Object, target: bpy.types.Object | None, subtarget: str) -> list[tuple[str, str]]:
+    """The bones of armature `obj` whose pose moves `target` (with `subtarget`), each with
+    how: the bone itself when the target is the armature; else the bone it or an object
+    above it is parented to, and the bones their constraints follow (Child Of, Copy
+    Location, the Armature constraint, ...)."""
+    if target is None:
+        return []
+    if target == obj:
+        return [(subtarget, "")] if subtarget else []
+    found = []
+    above, seen = target, set()
+    while above is not None and above.name not in seen:
+        seen.add(above.name)
+        via = "" if above == target else f" through '{above.name}'"
+        if above.parent == obj and above.parent_type == "BONE" and above.parent_bone:
+            found.append((above.parent_bone, f" (parented to it{via})"))
+        for constraint in above.constraints:
+            if constraint.mute or constraint.influence == 0.0:
+                continue
+            pairs = [(getattr(constraint, "target", None), getattr(constraint, "subtarget", ""))]
+            pairs += [(t.target, t.subtarget) for t in getattr(constraint, "targets", ())]
+            found += [
+                (bone, f" (its '{constraint.name}' constraint{via})") for owner, bone in pairs if owner == obj and bone
+            ]
+        above = above.parent
+    return found
+
+
 def loop_problems(obj: bpy.types.Object, entry: RigEntry, found: GoalSet) -> list[tuple[int, str]]:
-    """The goals (positions in `found`) whose target or pole is a bone of the same
-    armature that the solve moves (in or under a chain), each with a warning naming both:
-    the target would move as the chain reaches for it, and live mode would chase it for
-    ever."""
-    looking = [
-        k
+    """The goals (positions in `found`) whose target or pole moves with a bone of the same
+    armature that the solve moves (in or under a chain): a bone of it as the target, or an
+    object parented to such a bone or constrained to follow it. Each with a warning naming
+    both: the target would move as the chain reaches for it (the pose Blender shows would
+    miss what the solve reached), and live mode would chase it for ever."""
+    follows = {
+        k: [
+            (bone, how, role)
+            for target, subtarget, role in (
+                (effector.target, effector.subtarget, "target"),
+                (effector.pole_target, effector.pole_subtarget, "pole target"),
+            )
+            for bone, how in followed_bones(obj, target, subtarget)
+        ]
         for k, effector in enumerate(found.settings)
-        if (effector.target == obj and effector.subtarget) or (effector.pole_target == obj and effector.pole_subtarget)
-    ]
+    }
+    looking = [k for k, bones in follows.items() if bones]
     if not looking:
         return []
     labels = {
@@ -372,22 +408,20 @@ def loop_problems(obj: bpy.types.Object, entry: RigEntry, found: GoalSet) -> lis
             turned.setdefault(moved, position)
     problems = []
     for k in looking:
-        position, effector = found.effectors[k], found.settings[k]
+        position = found.effectors[k]
         problem = None
-        for target, subtarget, role in (
-            (effector.target, effector.subtarget, "target"),
-            (effector.pole_target, effector.pole_subtarget, "pole target"),
-        ):
-            bone = entry.index.get(subtarget) if target == obj and subtarget else None
+        for followed, how, role in follows[k]:
+            bone = entry.index.get(followed)
             while bone is not None and bone >= 0 and problem is None:
                 owner = turned.get(bone)
                 if owner is not None:
                     whose = "its own chain" if owner == position else f"the chain of {labels[owner]}"
-                    via = f" (under '{entry.names[bone]}')" if entry.names[bone] != subtarget else ""
+                    under = f" (under '{entry.names[bone]}')" if entry.names[bone] != followed else ""
+                    what = f"{role} bone '{followed}'" if not how else f"{role} follows bone '{followed}'{how}, which"
                     problem = (
-                        f"{labels[position]}: its {role} bone '{subtarget}' moves with "
-                        f"{whose}{via}, so it would move as the chain reaches for it (a loop); "
-                        "pick a bone outside the chains; skipped"
+                        f"{labels[position]}: its {what} moves with "
+                        f"{whose}{under}, so it would move as the chain reaches for it (a loop); "
+                        "pick a target outside the chains; skipped"
                     )
                 bone = entry.parents[bone]
         if problem:
