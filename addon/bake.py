@@ -99,7 +99,10 @@ class Baker:
         self.scene, self.obj, self.settings = scene, obj, settings
         self.original_frame = (scene.frame_current, scene.frame_subframe)
         self.entry, basis, self.found = current_goals(obj)
-        channels = pose.channel_pose(obj, self.entry, basis)
+        # A bone whose pose is not finite skips the goals whose chains it moves (named by
+        # `drop_unsolvable`) and is keyed by none; every other bone is read as usual.
+        (finite_basis,), not_finite = pose.finite_rows(basis)
+        channels = pose.channel_pose(obj, self.entry, finite_basis)
         if self.found.goals:
             # The same refusals as a single solve, judged at the current frame.
             drop_unsolvable(obj, self.entry, self.found, basis, pose.read_matrices(obj, self.entry, "matrix"))
@@ -117,10 +120,12 @@ class Baker:
             chains.update(spring.bones)
         self.scale_plans = scale_targets(obj, self.entry, self.found)
         self.scaled = sorted({b for plan in self.scale_plans for b in plan.bones})
-        self.keyed = list(range(len(self.entry.names))) if settings.all_bones else sorted(chains)
+        keyed = range(len(self.entry.names)) if settings.all_bones else sorted(chains)
+        self.keyed = [bone for bone in keyed if bone not in not_finite]
         affecting = set()
         for bone in chains:
             affecting.update(chain_bones(self.entry, bone, 0))
+        self.affecting = affecting
         self.slow_reason = self.needs_scene_evaluation(affecting)
         frames, goals, n = len(self.frames), len(self.found.goals), len(self.entry.names)
         effectors = [obj.tendon.effectors[i] for i in self.found.effectors]
@@ -236,6 +241,13 @@ class Baker:
             obj.pose.bones.foreach_get("matrix_basis", self.basis[t])
             if not entry.pose_in_order:
                 self.basis[t] = self.basis[t].reshape(-1, 16)[entry.pose_order].ravel()
+            (finite,), not_finite = pose.finite_rows(self.basis[t].reshape(-1, 16))
+            if not_finite:
+                at_fault = [bone for bone in not_finite if bone in self.affecting]
+                if at_fault:
+                    reason = pose.non_finite_reason(obj, entry, not_finite, at_fault[0])
+                    raise TendonUserError(f"Armature '{obj.name}' at frame {frame}: {reason}; nothing baked")
+                self.basis[t] = finite.ravel()
             frame_basis = self.basis[t].reshape(-1, 4, 4)[:, :3, :3]
             # Bones scaled to zero on an axis lose their rotation in the matrix: keep their
             # channels' (a cheap test, and nothing more, for every usual frame).
@@ -448,7 +460,30 @@ def object_channel(obj: bpy.types.Object, channel: str, frames: np.ndarray) -> n
         fcurve = keys.find_fcurve(obj, channel, axis)
         if fcurve is not None and not fcurve.mute:
             values[:, axis] = sample_fcurve(fcurve, frames)
+            if not np.isfinite(values[:, axis]).all():
+                raise TendonUserError(
+                    non_finite_curve(obj, f"{channel} {'XYZ'[axis]}", fcurve, frames, values[:, axis])
+                )
+    if not np.isfinite(values).all():
+        raise TendonUserError(f"'{obj.name}': its {channel} is {tuple(getattr(obj, channel))}: give it numbers")
     return values
+
+
+def non_finite_curve(
+    obj: bpy.types.Object, what: str, fcurve: bpy.types.FCurve, frames: np.ndarray, values: np.ndarray
+) -> str:
+    """Where an F-curve that samples to NaN or infinity goes wrong: its first key that is not
+    a number, else the first frame whose value is not (a handle or a modifier)."""
+    co = keys.key_arrays(fcurve.keyframe_points, ("co",))["co"]
+    bad = np.nonzero(~np.isfinite(co).all(axis=1))[0]
+    if len(bad):
+        frame, value = co[bad[0]]
+        return f"'{obj.name}': the key of its {what} at frame {frame:g} is {value:g}: give it a number; nothing baked"
+    first = int(np.nonzero(~np.isfinite(values))[0][0])
+    return (
+        f"'{obj.name}': its {what} is {values[first]:g} at frame {frames[first]:g} (a handle or modifier of "
+        "its F-curve): give it numbers; nothing baked"
+    )
 
 
 def sample_fcurve(fcurve: bpy.types.FCurve, frames: np.ndarray) -> np.ndarray:
@@ -459,7 +494,9 @@ def sample_fcurve(fcurve: bpy.types.FCurve, frames: np.ndarray) -> np.ndarray:
     plain = not len(fcurve.modifiers) and fcurve.extrapolation == "CONSTANT" and len(points)
     if plain:
         arrays = keys.key_arrays(points)
-        if set(arrays["interpolation"].tolist()) <= set(keys.PLAIN_INTERPOLATIONS):
+        finite = all(np.isfinite(arrays[name]).all() for name in ("co", "handle_left", "handle_right"))
+        # Keys that are not numbers: Blender's own evaluation says where (the caller names it).
+        if finite and set(arrays["interpolation"].tolist()) <= set(keys.PLAIN_INTERPOLATIONS):
             return native.native().evaluate_fcurve(
                 arrays["co"], arrays["handle_left"], arrays["handle_right"], arrays["interpolation"], frames
             )

@@ -132,6 +132,47 @@ class PoseBuffers:
         pose_bones.foreach_set(name, self.channels[name][0])
 
 
+#: A matrix_basis or matrix row (16 floats, column-major) at rest: what a bone whose pose is
+#: not finite stands in as, where nothing reads it (see `finite_rows`).
+REST_ROW = np.eye(4, dtype=np.float32).ravel()
+
+
+def finite_rows(*arrays: np.ndarray) -> tuple[tuple[np.ndarray, ...], list[int]]:
+    """`arrays` ((..., n, 16) each, rig order) with every bone whose row holds NaN or
+    infinity in any of them (at any frame) put at rest (copies; the arrays themselves when
+    all is finite), and those bones (rig indices). One vectorised test for a usual pose."""
+    if all(np.isfinite(array).all() for array in arrays):
+        return arrays, []
+    bad = np.zeros(arrays[0].shape[-2], bool)
+    for array in arrays:
+        bad |= ~np.isfinite(array).reshape(-1, bad.size, 16).all(axis=(0, 2))
+    fixed = []
+    for array in arrays:
+        array = array.copy()
+        array[..., bad, :] = REST_ROW
+        fixed.append(array)
+    return tuple(fixed), np.nonzero(bad)[0].tolist()
+
+
+def non_finite_reason(obj: bpy.types.Object, entry: RigEntry, bones: list[int], bone: int) -> str:
+    """Why `bone`'s pose is not finite, naming the bone at fault: the topmost of `bones`
+    (those whose pose is not finite) above it, since a parent's NaN reaches every bone
+    under it, and the first of its channels holding NaN or infinity."""
+    bad = set(bones)
+    while entry.parents[bone] >= 0 and entry.parents[bone] in bad:
+        bone = entry.parents[bone]
+    pose_bone = obj.pose.bones[entry.names[bone]]
+    for name in ("location", rotation_channel(pose_bone.rotation_mode)[0], "scale"):
+        values = tuple(getattr(pose_bone, name))
+        if not all(math.isfinite(v) for v in values):
+            shown = ", ".join(f"{v:g}" for v in values)
+            return f"bone '{pose_bone.name}' has a non-finite {name} ({shown}): give it numbers"
+    return (
+        f"Blender's evaluated pose of bone '{pose_bone.name}' is not finite (its channels are: "
+        "a constraint or driver on it makes NaN)"
+    )
+
+
 def channel_pose(
     obj: bpy.types.Object, entry: RigEntry, basis: np.ndarray, current: bool = True
 ) -> tuple[np.ndarray, ...]:

@@ -130,6 +130,22 @@ def limits_json(obj: bpy.types.Object, with_tension: bool) -> str | None:
         if values is None:
             continue
         value = {name: values[offset] for name, offset in offsets.items()}
+        used = ["euler_order", "limit_roll", "limit_neutral"]
+        used += [f"{bound}_{axis}" for axis in "xyz" if value[f"use_limit_{axis}"] for bound in ("min", "max")]
+        if with_tension:
+            used += [
+                f"{kind}_{side}_{axis}"
+                for kind in ("threshold", "rigidity")
+                for side in ("negative", "positive")
+                for axis in "xyz"
+            ]
+        for name in used:
+            start = offsets[name]
+            for number in values[start : start + (4 if name == "limit_neutral" else 1)]:
+                if not math.isfinite(number):
+                    raise TendonUserError(
+                        f"Bone '{pose_bone.name}': its limit setting '{name}' is {number}: give it a number"
+                    )
         axes: dict[str, Any] = {}
         for axis in "xyz":
             if value[f"lock_{axis}"]:

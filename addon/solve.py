@@ -14,6 +14,7 @@ one native call for the start pose and one for the solve, and writes in bulk.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -209,6 +210,13 @@ def sight_effector(
                 f"{label}: the {role} is armature '{obj.name}' itself, whose origin moves with it: "
                 "set a Target Bone, or pick another object"
             )
+    for name, value, used in (
+        ("weight", effector.weight, True),
+        ("rotation weight", effector.rotation_weight, effector.use_rotation),
+        ("pole angle", effector.pole_angle, effector.pole_target is not None),
+    ):
+        if used and not math.isfinite(value):
+            raise TendonUserError(f"{label}: its {name} is {value}: give it a number")
     depth = len(chain_bones(entry, bone, 0))
     chain_length = effector.chain_length
     if chain_length > depth:
@@ -449,11 +457,17 @@ def drop_unsolvable(
             ),
         ),
     )
+    # A bone whose pose holds NaN or infinity stands at rest for the start (only the goals
+    # whose chains it moves need it: they are skipped, naming it).
+    (basis, evaluated), not_finite = pose.finite_rows(basis.reshape(-1, 16), evaluated.reshape(-1, 16))
     matrices = (basis.reshape(-1, 4, 4), evaluated.reshape(-1, 4, 4))
     rotations, translations, scales, differences, smallest = entry.rig.start_pose(*matrices, every, column_major=True)
     far = np.nonzero(differences > chains.CHANNEL_MISMATCH)[0]
     mismatched = [every[k] for k in far.tolist()]
     problems = chains.bone_problems(obj, entry, every, mismatched, smallest, evaluated)
+    if not_finite:
+        bad = set(not_finite)
+        problems.update({bone: pose.non_finite_reason(obj, entry, not_finite, bone) for bone in every if bone in bad})
     if not problems:
         return every, (rotations, translations, scales)
     kept = []
@@ -887,6 +901,9 @@ class Shortcut:
             modes = buffers.rotation_modes(pose_bones)
             properties = self.channel_properties(entry, modes)
             arrays = {CHANNEL_ARGUMENTS[name]: buffers.channel(pose_bones, name, width) for name, width in properties}
+            if not (np.isfinite(evaluated).all() and all(np.isfinite(a).all() for a in arrays.values())):
+                # A pose that is not finite somewhere: the whole way names the bone.
+                return None
             found = plan.solve(
                 solver,
                 evaluated,
@@ -945,6 +962,9 @@ class Shortcut:
             basis = pose.read_matrices(obj, entry, "matrix_basis")
             evaluated = pose.read_matrices(obj, entry, "matrix")
         except (tendon.TendonError, TendonUserError, pose.StaleRig):
+            return None
+        if not (np.isfinite(basis).all() and np.isfinite(evaluated).all()):
+            # A pose that is not finite somewhere: the whole way names the bone.
             return None
         rotations, translations, scales, differences, smallest = entry.rig.start_pose(
             basis.reshape(-1, 4, 4), evaluated.reshape(-1, 4, 4), self.moving, column_major=True

@@ -20,13 +20,19 @@ Behaviour per case (also in the README, "Using Tendon in Blender"):
 - outside Pose Mode: Solve and Bake are greyed out ("not in Pose Mode"); live mode solves
   in Object Mode (where targets are moved) and pauses in Edit Mode.
 - bake with start after end: refused, naming both frames.
-- a target that is the armature itself, or a bone in or under a chain (a loop): skipped,
-  naming the bone and the chain it moves with.
+- a target that is the armature itself, or a bone in or under a chain, or an object that
+  follows such a bone (parented to it, or a Child Of constraint; a loop): skipped, naming
+  the bone and the chain it moves with.
+- NaN: in a chain bone's channels, its effector skipped naming the bone and channel; in
+  another bone, nothing blocked; in an effector's setting or target, that effector skipped;
+  in a limit or solver setting, refused naming it; in a target's key, the bake refused
+  naming the key's frame.
 """
 
 from __future__ import annotations
 
 import importlib
+import math
 import re
 import time
 from dataclasses import dataclass
@@ -753,3 +759,119 @@ def test_every_target_in_a_loop_refuses_and_leaves_the_pose() -> None:
     for effector in rig.effectors:
         assert f"its target bone '{effector.bone}' moves with its own chain" in pressed.message
     assert_same_pose(obj, pose)
+
+
+# --- Values that are not numbers --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("bone", "channel", "value", "expected"),
+    [
+        ("forearm.L", "scale", (math.nan, 1.0, 1.0), "bone 'forearm.L' has a non-finite scale (nan, 1, 1)"),
+        ("upper_arm.L", "location", (0.0, math.nan, 0.0), "bone 'upper_arm.L' has a non-finite location (0, nan, 0)"),
+        ("hand.L", "rotation_quaternion", (math.nan, 0.0, 0.0, 0.0), "non-finite rotation_quaternion (nan, 0, 0, 0)"),
+    ],
+)
+def test_a_chain_bone_that_is_not_a_number_skips_its_effector(
+    bone: str, channel: str, value: tuple[float, ...], expected: str
+) -> None:
+    """A NaN in a chain bone's channels: that effector is skipped, naming the
+    bone and the channel, and the others are solved (before: a traceback from the native
+    library naming a flat index, in the solve and in live mode's handlers)."""
+    rig = human()
+    obj = rig.obj
+    obj.pose.bones[bone].rotation_mode = "QUATERNION"
+    setattr(obj.pose.bones[bone], channel, value)
+    rigs.update()
+    pressed = press(bpy.ops.tendon.solve)
+    assert pressed.result == "FINISHED", pressed.message
+    assert expected in pressed.message and "effector 1 ('hand.L')" in pressed.message, pressed.message
+    assert pressed.message.startswith("4 effector(s) reached"), pressed.message
+    assert worst_error(rig, skip=("hand.L",)) < real_rigs.TOLERANCE
+    obj.tendon.live = True
+    rigs.update()
+    assert expected in obj.tendon.status, obj.tendon.status
+    obj.tendon.live = False
+    pressed = press(bpy.ops.tendon.bake, frame_start=1, frame_end=3)
+    assert pressed.result == "FINISHED" and expected in pressed.message, pressed.message
+    assert keys_module().find_fcurve(obj, 'pose.bones["forearm.R"].rotation_quaternion', 0) is not None
+
+
+def test_a_bone_outside_the_chains_that_is_not_a_number_blocks_nothing() -> None:
+    """NaN in a bone no chain moves (a toe, the spine above no chain): every effector is
+    solved and baked as usual, and the bone is left as it was, not keyed."""
+    rig = human()
+    obj = rig.obj
+    obj.pose.bones["toe.R"].rotation_mode = "XYZ"
+    obj.pose.bones["toe.R"].rotation_euler = (math.nan, 0.0, 0.0)
+    rigs.update()
+    pressed = press(bpy.ops.tendon.solve)
+    assert pressed.result == "FINISHED"
+    assert pressed.message.startswith("5 effector(s) reached"), pressed.message
+    assert worst_error(rig, skip=("foot.R",)) < real_rigs.TOLERANCE
+    assert math.isnan(obj.pose.bones["toe.R"].rotation_euler[0])
+    pressed = press(bpy.ops.tendon.bake, frame_start=1, frame_end=3, bones="ALL")
+    assert pressed.result == "FINISHED", pressed.message
+    assert keys_module().find_fcurve(obj, 'pose.bones["toe.R"].rotation_euler', 0) is None
+    assert keys_module().find_fcurve(obj, 'pose.bones["hand.R"].rotation_quaternion', 0) is not None
+
+
+def test_a_target_key_that_is_not_a_number_refuses_the_bake_naming_it() -> None:
+    rig = human()
+    obj = rig.obj
+    target = obj.tendon.effectors[0].target
+    for frame in (1, 11, 21):
+        target.keyframe_insert("location", frame=frame)
+    fcurve = keys_module().find_fcurve(target, "location", 0)
+    fcurve.keyframe_points[1].co = (11.0, math.nan)
+    before, actions = action_keys(obj), {action.name for action in bpy.data.actions}
+    pressed = press(bpy.ops.tendon.bake, frame_start=1, frame_end=21)
+    assert pressed.result == "CANCELLED"
+    assert f"'{target.name}': the key of its location X at frame 11 is nan" in pressed.message, pressed.message
+    assert_same_action(obj, before, actions)
+
+
+@pytest.mark.parametrize("setting", ["min_x", "limit_roll", "threshold_negative_x", "rigidity_positive_x"])
+def test_a_limit_that_is_not_a_number_is_named(setting: str) -> None:
+    rig = human()
+    obj = rig.obj
+    obj.tendon.solver = "TENSION"
+    assert bpy.ops.tendon.human_limits() == {"FINISHED"}
+    settings = obj.pose.bones["forearm.L"].tendon
+    settings.use_limit_x = True
+    setattr(settings, setting, math.nan)
+    pose = pose_channels(obj)
+    pressed = press(bpy.ops.tendon.solve)
+    assert pressed.result == "CANCELLED"
+    assert f"Bone 'forearm.L': its limit setting '{setting}' is nan" in pressed.message, pressed.message
+    assert_same_pose(obj, pose)
+
+
+def test_effector_and_solver_settings_that_are_not_numbers_are_named() -> None:
+    rig = human()
+    obj = rig.obj
+    effector = obj.tendon.effectors[0]
+    effector.use_rotation, effector.rotation_weight = True, math.nan
+    pressed = press(bpy.ops.tendon.solve)
+    assert pressed.result == "FINISHED"
+    assert "effector 1 ('hand.L'): its rotation weight is nan" in pressed.message, pressed.message
+    assert pressed.message.startswith("4 effector(s) reached"), pressed.message
+    effector.use_rotation = False
+    obj.tendon.tolerance = math.nan
+    pose = pose_channels(obj)
+    pressed = press(bpy.ops.tendon.solve)
+    assert pressed.result == "CANCELLED"
+    assert "setting 'tolerance' is NaN: it must be a finite number" in pressed.message, pressed.message
+    assert_same_pose(obj, pose)
+
+
+def test_a_target_that_is_not_a_number_skips_only_its_effector() -> None:
+    rig = human()
+    obj = rig.obj
+    obj.tendon.effectors[0].target.location = (math.nan, 0.0, 0.0)
+    rigs.update()
+    pressed = press(bpy.ops.tendon.solve)
+    assert pressed.result == "FINISHED", pressed.message
+    assert "effector 1 ('hand.L')" in pressed.message and "not finite" in pressed.message, pressed.message
+    assert pressed.message.startswith("4 effector(s) reached"), pressed.message
+    assert_finite(obj)

@@ -1,5 +1,6 @@
 //! What the solvers are asked to reach.
 
+use crate::error::{ensure_finite, Result, TendonError};
 use glam::{Quat, Vec3};
 use serde::{Deserialize, Serialize};
 
@@ -106,5 +107,44 @@ impl Goal {
     pub fn at_head(mut self) -> Self {
         self.point = EffectorPoint::Head;
         self
+    }
+
+    /// The goal with its rotation normalised, after checking the values that need no rig:
+    /// the target, weights, pole, pole angle and rotation finite, the weights not negative
+    /// and the rotation not zero. `what` names a field for the error (solvers name the goal
+    /// and its bone; the Python binding the goal as it is made).
+    pub fn checked(&self, what: impl Fn(&str) -> String) -> Result<Goal> {
+        let mut goal = *self;
+        ensure_finite(&goal.target.to_array(), || what("target"))?;
+        ensure_finite(&[goal.weight], || what("weight"))?;
+        ensure_finite(&[goal.rotation_weight], || what("rotation weight"))?;
+        for (field, value) in [
+            ("weight", goal.weight),
+            ("rotation weight", goal.rotation_weight),
+        ] {
+            if value < 0.0 {
+                return Err(TendonError::InvalidValue {
+                    what: what(field),
+                    reason: format!("{value} is negative"),
+                });
+            }
+        }
+        if let Some(angle) = goal.pole_angle {
+            ensure_finite(&[angle], || what("pole angle"))?;
+        }
+        if let Some(pole) = goal.pole {
+            ensure_finite(&pole.to_array(), || what("pole"))?;
+        }
+        if let Some(rotation) = goal.rotation {
+            ensure_finite(&rotation.to_array(), || what("rotation"))?;
+            if rotation.length_squared() < 1e-12 {
+                return Err(TendonError::InvalidValue {
+                    what: what("rotation"),
+                    reason: "a zero quaternion is not a rotation".into(),
+                });
+            }
+            goal.rotation = Some(rotation.normalize());
+        }
+        Ok(goal)
     }
 }

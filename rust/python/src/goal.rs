@@ -1,7 +1,7 @@
 //! The `Goal` class: one IK goal as Python gives it, resolved against a rig when solved.
 
 use crate::arrays::{quat_wxyz, read_f32, vec3};
-use crate::errors::{BoneIndexError, TendonError};
+use crate::errors::{to_py, BoneIndexError, TendonError};
 use crate::rig::BoneRef;
 use pyo3::prelude::*;
 use tendon_core::{EffectorPoint, Goal as CoreGoal, Rig as CoreRig};
@@ -59,6 +59,11 @@ impl Goal {
                 )))
             }
         };
+        // Refused as the goal is made, naming its bone, rather than by the solve that meets it.
+        let named = bone_ref.describe();
+        let goal = goal
+            .checked(|field| format!("{field} of the goal for {named}"))
+            .map_err(to_py)?;
         Ok(Goal { bone_ref, goal })
     }
 

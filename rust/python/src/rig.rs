@@ -354,6 +354,14 @@ impl BoneRef {
         }
     }
 
+    /// The bone as errors name it: `bone 'name'` or `bone 3`.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            BoneRef::Index(i) => format!("bone {i}"),
+            BoneRef::Name(name) => format!("bone '{name}'"),
+        }
+    }
+
     /// The bone as given: a name or a caller index.
     pub(crate) fn to_object<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         match self {

@@ -108,6 +108,12 @@ fn parse_settings(name: &str, params: Option<&Bound<'_, PyDict>>) -> PyResult<So
             } else if let Ok(i) = value.extract::<i64>() {
                 serde_json::Value::from(i)
             } else if let Ok(f) = value.extract::<f64>() {
+                // JSON has no NaN or infinity (serde_json would make it null): name it here.
+                if !f.is_finite() {
+                    return Err(SolverError::new_err(format!(
+                        "{name} setting '{key}' is {f}: it must be a finite number"
+                    )));
+                }
                 serde_json::Value::from(f)
             } else if let Ok(text) = value.extract::<String>() {
                 serde_json::Value::from(text)

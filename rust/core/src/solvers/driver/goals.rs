@@ -385,7 +385,6 @@ fn chain_root(rig: &Rig, bone: usize, chain_length: usize) -> usize {
 }
 
 fn validate_goal(rig: &Rig, index: usize, goal: &Goal) -> Result<Goal> {
-    let mut goal = *goal;
     if goal.bone >= rig.len() {
         return Err(TendonError::BoneIndex {
             what: format!("goal {index}"),
@@ -394,36 +393,5 @@ fn validate_goal(rig: &Rig, index: usize, goal: &Goal) -> Result<Goal> {
         });
     }
     let name = rig.name(goal.bone);
-    let what = |field: &str| format!("{field} of goal {index} (bone '{name}')");
-    ensure_finite(&goal.target.to_array(), || what("target"))?;
-    ensure_finite(&[goal.weight], || what("weight"))?;
-    ensure_finite(&[goal.rotation_weight], || what("rotation weight"))?;
-    for (field, value) in [
-        ("weight", goal.weight),
-        ("rotation weight", goal.rotation_weight),
-    ] {
-        if value < 0.0 {
-            return Err(TendonError::InvalidValue {
-                what: what(field),
-                reason: format!("{value} is negative"),
-            });
-        }
-    }
-    if let Some(angle) = goal.pole_angle {
-        ensure_finite(&[angle], || what("pole angle"))?;
-    }
-    if let Some(pole) = goal.pole {
-        ensure_finite(&pole.to_array(), || what("pole"))?;
-    }
-    if let Some(rotation) = goal.rotation {
-        ensure_finite(&rotation.to_array(), || what("rotation"))?;
-        if rotation.length_squared() < 1e-12 {
-            return Err(TendonError::InvalidValue {
-                what: what("rotation"),
-                reason: "a zero quaternion is not a rotation".into(),
-            });
-        }
-        goal.rotation = Some(rotation.normalize());
-    }
-    Ok(goal)
+    goal.checked(|field| format!("{field} of goal {index} (bone '{name}')"))
 }

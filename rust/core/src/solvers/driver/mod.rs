@@ -9,7 +9,7 @@ mod iteration;
 mod workspace;
 
 use super::{IterationParams, SolveReport};
-use crate::error::{ensure_finite, Result, TendonError};
+use crate::error::{Result, TendonError};
 use crate::goal::{EffectorPoint, Goal};
 use crate::math::{angle_between, from_to};
 use crate::rig::{Pose, Rig};
