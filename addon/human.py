@@ -95,8 +95,26 @@ def apply(obj: bpy.types.Object, source: str, recognise: bool) -> Outcome:
         found = humanoid.recognize(names, parents, heads, tails, rest, overrides=overrides)
     except humanoid.HumanoidError as error:
         raise TendonUserError(f"Armature '{obj.name}': {error}") from error
+    # A mapping the user corrected stands as given; one recognised afresh must be upright.
+    pose = pose_arrays(obj, names) if source != "REST" or overrides is None else None
+    if overrides is None and not humanoid.upright(found, heads, tails):
+        # Not upright at rest: a humanoid resting oddly (motion capture resting with every
+        # bone pointing up) stands in its pose; a four-legged rig with human names does not.
+        lengths = np.linalg.norm(tails - heads, axis=1)[:, None]
+        pose_heads = pose[:, :3, 3]
+        pose_tails = (
+            pose_heads + pose[:, :3, 1] / np.maximum(np.linalg.norm(pose[:, :3, 1], axis=1), 1e-12)[:, None] * lengths
+        )
+        if not humanoid.upright(found, pose_heads, pose_tails):
+            raise TendonUserError(
+                f"Armature '{obj.name}': no humanoid found: its legs ('{found.roles['thigh.L']}', "
+                f"'{found.roles['thigh.R']}') do not hang below its hips along its spine, in the rest pose "
+                "or the current one (a four-legged rig with human bone names?); for a humanoid, pose it "
+                "standing and run Human Limits again"
+            )
+    if source == "REST":
+        pose = None
     from_pose = source == "POSE" or (source == "AUTO" and not humanoid.standing_rest(found, heads, tails))
-    pose = pose_arrays(obj, names) if source != "REST" else None
     try:
         limits = humanoid.human_limits(found, names, heads, tails, rest, pose, "all" if from_pose else "hinges")
     except humanoid.HumanoidError as error:

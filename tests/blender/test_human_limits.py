@@ -14,6 +14,7 @@ human way, corrections, refusals and undo.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import bpy
@@ -275,6 +276,25 @@ def test_corrections_are_applied_and_kept() -> None:
 def test_refuses_an_armature_that_is_no_humanoid() -> None:
     obj = rigs.chain(6)
     with pytest.raises(RuntimeError, match="No humanoid found: no bones for thigh.L"):
+        run()
+    assert len(obj.tendon.human_roles) == 0
+    assert not any(pose_bone.tendon.use_limit_x for pose_bone in obj.pose.bones)
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        ("basic_quadruped", "thigh.L 'thigh.L' does not hang from the hips 'spine'"),
+        ("wolf", "does not hang from the hips 'spine'"),
+        ("horse", "do not hang below its hips along its spine"),
+        ("cat", "do not hang below its hips along its spine"),
+    ],
+)
+def test_refuses_four_legged_metarigs_named_like_humans(kind: str, expected: str) -> None:
+    """Rigify's animal metarigs reuse the human bone names (spine, thigh.L, upper_arm.L):
+    before, a quadruped's tail got the spine's limits and a horse's forelegs the arms'."""
+    obj = real_rigs.metarig(kind).obj
+    with pytest.raises(RuntimeError, match=re.escape(expected)):
         run()
     assert len(obj.tendon.human_roles) == 0
     assert not any(pose_bone.tendon.use_limit_x for pose_bone in obj.pose.bones)

@@ -587,6 +587,33 @@ def test_refuses_what_is_not_a_humanoid() -> None:
         humanoid.recognize(names, [99] + parents[1:], heads, tails)
 
 
+def test_four_legged_rigs_with_human_names_are_refused() -> None:
+    """Rigify's four-legged metarigs reuse the human names: thighs that do not hang from
+    the hips are no humanoid's, and legs standing square to the spine are not upright."""
+    names, parents, heads, tails = arrays(humanoid_rows(*CONVENTIONS["Unity humanoid"][:3]))
+    found = humanoid.recognize(names, parents, heads, tails)
+    assert humanoid.upright(found, heads, tails)
+    # The legs swung forward to horizontal about each hip: square to the spine.
+    swung_heads, swung_tails = heads.copy(), tails.copy()
+    for side in "LR":
+        thigh = names.index(found.roles[f"thigh.{side}"])
+        hip = heads[thigh].copy()
+        turn = rotation(np.array([1.0, 0.0, 0.0]), -math.pi / 2)
+        for bone in [i for i in range(len(names)) if _descends(parents, i, thigh)]:
+            swung_heads[bone] = hip + turn @ (heads[bone] - hip)
+            swung_tails[bone] = hip + turn @ (tails[bone] - hip)
+    assert not humanoid.upright(found, swung_heads, swung_tails)
+    # A tail bone named like the hips: the thighs hang from another bone.
+    hips = names.index(found.roles["hips"])
+    moved = [p if i != names.index(found.roles["thigh.L"]) else -1 for i, p in enumerate(parents)]
+    assert moved != parents and hips >= 0
+    with pytest.raises(humanoid.HumanoidError, match="thigh.L 'LeftUpperLeg' does not hang from the hips 'Hips'"):
+        humanoid.recognize(names, moved, heads, tails)
+    # Given by hand, the mapping stands.
+    given = {"thigh.L": "LeftUpperLeg", "hips": "Hips"}
+    assert humanoid.recognize(names, moved, heads, tails, overrides=given).roles["thigh.L"] == "LeftUpperLeg"
+
+
 def test_overrides_correct_and_drop_roles() -> None:
     names, parents, heads, tails = arrays(humanoid_rows(*CONVENTIONS["Unity humanoid"][:3]))
     found = humanoid.recognize(names, parents, heads, tails, overrides={"toe.L": "", "hand.R": "finger_R1"})

@@ -745,6 +745,12 @@ def recognize(
             f"{len(CONVENTIONS)} conventions or by topology: two legs and a spine from the hips, "
             "two arms and a neck from the chest)"
         )
+    misplaced = _misplaced_limbs(roles, how, names, parents)
+    if misplaced:
+        raise HumanoidError(
+            f"No humanoid found: {misplaced}, so the names fit another creature (the Rigify "
+            "metarigs of four-legged animals reuse the human names)"
+        )
     notes = []
     if convention.startswith("Rigify generated"):
         notes.append(
@@ -755,6 +761,53 @@ def recognize(
     taken = set(roles.values()) | set(between)
     unrecognised = [name for name in names if name not in taken]
     return Humanoid(roles, how, convention, between, unrecognised, notes, names, [int(p) for p in parents])
+
+
+def _misplaced_limbs(roles: dict[str, str], how: dict[str, str], names: Sequence[str], parents: Sequence[int]) -> str:
+    """The first limb, if any, that does not hang from its trunk bone (thighs from the hips,
+    upper arms from the chest), said in words; roles given by hand are taken as they are."""
+    index = {name: i for i, name in enumerate(names)}
+
+    def above(bone: int, ancestor: int) -> bool:
+        while bone >= 0 and bone != ancestor:
+            bone = int(parents[bone])
+        return bone == ancestor
+
+    for limb, trunk in (("thigh", "hips"), ("upper_arm", "chest")):
+        for side in SIDES:
+            role = f"{limb}.{side}"
+            if trunk not in roles or how.get(role) == "given" or how.get(trunk) == "given":
+                continue
+            if not above(index[roles[role]], index[roles[trunk]]):
+                return f"{role} '{roles[role]}' does not hang from the {trunk} '{roles[trunk]}'"
+    return ""
+
+
+#: How far (degrees) a leg may point from straight down along the spine for the body to
+#: count as upright: a crouch stays well inside; a four-legged animal's legs stand square
+#: to its spine (Rigify's horse 95 degrees, cat 72).
+UPRIGHT_DEGREES = 60.0
+
+
+def upright(humanoid: Humanoid, heads: npt.ArrayLike, tails: npt.ArrayLike) -> bool:
+    """Whether both legs (hip to ankle) hang within `UPRIGHT_DEGREES` of straight down
+    against the spine's up (hips to the chest's or head's tail) in these positions (rest,
+    or a pose's). A humanoid is upright in its rest pose or in a pose of it standing; a
+    four-legged rig whose bone names fit a humanoid's is in neither."""
+    n = len(humanoid.names)
+    head_array, tail_array = _points(heads, n, "heads"), _points(tails, n, "tails")
+    index = {name: i for i, name in enumerate(humanoid.names)}
+    roles = {role: index[bone] for role, bone in humanoid.roles.items()}
+    top = roles.get("chest", roles.get("head"))
+    base = roles.get("hips", humanoid.parents[roles["thigh.L"]])
+    if top is None or base < 0:
+        return True
+    up = _unit(tail_array[top] - head_array[base])
+    for side in SIDES:
+        leg = _unit(tail_array[roles[f"shin.{side}"]] - head_array[roles[f"thigh.{side}"]])
+        if not leg.any() or _angle(leg, -up) > UPRIGHT_DEGREES:
+            return False
+    return bool(up.any())
 
 
 def standing_rest(humanoid: Humanoid, heads: npt.ArrayLike, tails: npt.ArrayLike) -> bool:
