@@ -662,19 +662,19 @@ class Checks:
     targets: list[float]
     tolerances: list[float]
 
-    def measure(self, obj: bpy.types.Object) -> tuple[bool, float]:
-        """Whether every effector is within its tolerance in Blender's evaluated pose, and
-        the largest distance in world units (the distance the user sees). A few points:
+    def measure(self, obj: bpy.types.Object) -> tuple[int, float]:
+        """How many effectors are not within their tolerance in Blender's evaluated pose,
+        and the largest distance in world units (the distance the user sees). A few points:
         mathutils, not numpy (whose every call costs more than this whole loop)."""
         pose_bones = obj.pose.bones
         world = obj.matrix_world.to_3x3()
-        reached, largest = True, 0.0
+        missed, largest = 0, 0.0
         targets = self.targets
         for k, (bone, tail, tolerance) in enumerate(zip(self.bones, self.use_tail, self.tolerances, strict=True)):
             offset = (pose_bones[bone].tail if tail else pose_bones[bone].head) - Vector(targets[3 * k : 3 * k + 3])
-            reached &= offset.length <= tolerance
+            missed += offset.length > tolerance
             largest = max(largest, (world @ offset).length)
-        return reached, largest
+        return missed, largest
 
 
 def make_checks(
@@ -752,11 +752,15 @@ class SolveOutcome:
     #: Whether `reached` and `residual` were measured in Blender's evaluated pose (else
     #: they are the solver's, in Tendon's model of the rig).
     measured: bool = False
+    #: How many effectors missed, as measured (0 before).
+    missed: int = 0
 
     def measure(self, obj: bpy.types.Object) -> None:
         """Takes `reached` and `residual` from the pose Blender evaluated (call after the
         depsgraph update): a status never claims more than the user can see."""
-        reached, largest = self.checks.measure(obj) if self.checks is not None else (True, 0.0)
+        missed, largest = self.checks.measure(obj) if self.checks is not None else (0, 0.0)
+        reached = not missed
+        self.missed = missed
         if not reached:
             notes = chains.miss_notes(obj, self.moving)
             if self.reached and not notes:
@@ -768,10 +772,15 @@ class SolveOutcome:
         self.reached, self.residual, self.measured = reached, largest, True
 
     def summary(self) -> str:
-        state = "reached" if self.reached else "not reached"
+        if self.reached:
+            state = f"{self.goals} effector(s) reached"
+        elif self.measured:
+            state = f"{self.missed} of {self.goals} effector(s) not reached"
+        else:
+            state = f"{self.goals} effector(s), some not reached"
         where = " in Blender's pose" if self.measured else ""
         return (
-            f"{self.goals} effector(s) {state}{where} (largest error {self.residual:.2g}) in "
+            f"{state}{where} (largest error {self.residual:.2g}) in "
             f"{self.iterations} iteration(s); {self.bones_written} bone(s) posed "
             f"in {self.seconds * 1000:.2f} ms"
         )

@@ -761,6 +761,18 @@ def test_every_target_in_a_loop_refuses_and_leaves_the_pose() -> None:
     assert_same_pose(obj, pose)
 
 
+def test_the_status_counts_the_effectors_missed() -> None:
+    """One target out of reach: the status says how many of the effectors missed (before:
+    "5 effector(s) not reached" while four had reached)."""
+    rig = human()
+    obj = rig.obj
+    obj.tendon.effectors[0].target.location.x += 10.0
+    rigs.update()
+    pressed = press(bpy.ops.tendon.solve)
+    assert pressed.message.startswith("1 of 5 effector(s) not reached in Blender's pose"), pressed.message
+    assert worst_error(rig, skip=("hand.L",)) < real_rigs.TOLERANCE
+
+
 # --- Values that are not numbers --------------------------------------------------------
 
 

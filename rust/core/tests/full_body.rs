@@ -173,8 +173,7 @@ fn full_body_priorities_still_reach_what_is_jointly_reachable() {
 #[test]
 fn weighing_world_turns_spares_the_shared_spine() {
     // One hand reaches far across, its chain up through the chest; the head keeps its place.
-    // Weighing how far every bone turns in the armature (world_turn_weight) leaves the
-    // chest, which carries the head and both arms, less turned than the joints-only step.
+    // The chest carries the head and both arms: the solve should turn it little.
     let rig = humanoid();
     let index = |name: &str| rig.index_of(name).unwrap();
     let (head, hand, chest) = (index("head"), index("hand.L"), index("chest"));
@@ -198,9 +197,12 @@ fn weighing_world_turns_spares_the_shared_spine() {
         assert!(got.distance(goals[0].target) < 1e-4, "weight {weight}");
         pose.rotations[chest].angle_between(Quat::IDENTITY)
     };
+    // Goals that share bones are measured on their component's scale (as Blender's IK
+    // measures a tree), which already spares the chest: 0.089 rad, where each goal on its
+    // own chain's scale turned it 0.117 (0.101 weighed); weighing adds nothing here.
     let (joints_only, weighed) = (chest_turn(0.0), chest_turn(0.5));
     assert!(
-        weighed < 0.9 * joints_only,
+        joints_only < 0.1 && weighed < 0.1,
         "chest turned {weighed} weighed, {joints_only} joints only"
     );
     // Out of range: refused, naming the setting.
@@ -210,4 +212,74 @@ fn weighing_world_turns_spares_the_shared_spine() {
     });
     let error = dls.solve(&rig, &rest, &goals).unwrap_err().to_string();
     assert!(error.contains("world_turn_weight"), "{error}");
+}
+
+#[test]
+fn a_target_beyond_reach_leaves_the_other_goals_reached() {
+    // Hands, feet and head on targets a random pose of their chains reaches; then the left
+    // hand's target is moved ten metres off. Its chain stretches towards it, and every
+    // other goal is still reached: before, the far hand's error outweighed the rest, the
+    // spine carrying both arms bent after it and the head and the other hand missed by
+    // 7-23 cm (the Jacobian solvers also stopped before the feet had reached).
+    let rig = humanoid();
+    let index = |name: &str| rig.index_of(name).unwrap();
+    let mut rng = tendon_core::fixtures::SplitMix64::new(21);
+    let mut truth = Pose::rest(rig.len());
+    for bone in [
+        "neck",
+        "head",
+        "upper_arm.L",
+        "forearm.L",
+        "upper_arm.R",
+        "forearm.R",
+        "thigh.L",
+        "shin.L",
+        "thigh.R",
+        "shin.R",
+    ] {
+        let axis = Vec3::new(
+            rng.range(-1.0, 1.0),
+            rng.range(-1.0, 1.0),
+            rng.range(-1.0, 1.0),
+        );
+        truth.rotations[index(bone)] =
+            Quat::from_axis_angle(axis.normalize_or(Vec3::X), rng.range(-0.5, 0.5));
+    }
+    let chains = [
+        ("hand.L", 3),
+        ("hand.R", 3),
+        ("shin.L", 2),
+        ("shin.R", 2),
+        ("head", 4),
+    ];
+    let mut goals: Vec<Goal> = chains
+        .iter()
+        .map(|&(bone, length)| {
+            Goal::new(index(bone), tail(&rig, &truth, index(bone))).with_chain_length(length)
+        })
+        .collect();
+    goals[0].target += Vec3::new(10.0, 0.0, 0.0);
+    let rest = Pose::rest(rig.len());
+    for name in SOLVERS.iter().chain(&["jacobian_transpose"]) {
+        let (pose, report) = solver(name, false, false)
+            .solve(&rig, &rest, &goals)
+            .unwrap();
+        assert!(!report.reached, "{name}: the far hand cannot be reached");
+        for (goal, &(bone, _)) in goals.iter().zip(&chains).skip(1) {
+            let miss = tail(&rig, &pose, goal.bone).distance(goal.target);
+            assert!(miss < 1e-3, "{name}: {bone} missed by {miss}");
+        }
+        // The far hand's arm points at its target: its tail as near as the arm allows.
+        let shoulder = rig.world_matrices(&pose)[index("upper_arm.L")].translation;
+        let arm: f32 = ["upper_arm.L", "forearm.L", "hand.L"]
+            .iter()
+            .map(|b| rig.length(index(b)))
+            .sum();
+        let nearest = Vec3::from(shoulder).distance(goals[0].target) - arm;
+        let got = tail(&rig, &pose, index("hand.L")).distance(goals[0].target);
+        assert!(
+            got < nearest + 0.01,
+            "{name}: far hand {got}, nearest {nearest}"
+        );
+    }
 }

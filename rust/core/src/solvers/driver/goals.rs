@@ -83,7 +83,7 @@ impl Workspace {
             // The root's translation moves everything below it.
             self.first_active = self.first_active.min(self.root_of_goals(rig));
         }
-        self.find_carriers(rig);
+        self.find_carriers(rig, params.move_root);
         self.clamp_joints_into_limits(rig);
         self.aim_blender_poles(rig);
         Ok(())
@@ -271,6 +271,7 @@ impl Workspace {
             length_scale,
             tolerance,
             carrier: None,
+            beyond_reach: false,
             base: self
                 .goal_joints
                 .get(joints.1.wrapping_sub(1))
@@ -284,7 +285,13 @@ impl Workspace {
     /// Finds each goal's carrier and base (see [`PreparedGoal::carrier`]). Without
     /// exclusive chains a goal is served by every moving bone above its point, as the
     /// Jacobian solvers' columns are; chain-based solvers learn it from here.
-    fn find_carriers(&mut self, rig: &Rig) {
+    ///
+    /// A goal whose target lies beyond even that reach (the base's head does not move
+    /// unless `move_root`) is served by its own chain alone ([`PreparedGoal::beyond_reach`]):
+    /// no pose reaches it, and recruiting the bones other goals turn would only pull them
+    /// off their targets (one hand's target dragged far away bent the spine, and the head
+    /// and the other hand missed by 5-23 cm on Rigify's metarig).
+    fn find_carriers(&mut self, rig: &Rig, move_root: bool) {
         self.moving.clear();
         self.moving.resize(rig.len(), false);
         for &j in &self.goal_joints {
@@ -307,6 +314,16 @@ impl Workspace {
                 carrier.get_or_insert(next);
                 reach += self.head(next).distance(self.head(bone));
                 bone = next;
+            }
+            if carrier.is_some()
+                && !move_root
+                && self.head(bone).distance(self.goals[g].target) >= reach
+            {
+                let own = self.goals[g].reach;
+                let goal = &mut self.goals[g];
+                (goal.carrier, goal.base, goal.base_reach) = (None, top, own);
+                goal.beyond_reach = true;
+                continue;
             }
             let goal = &mut self.goals[g];
             (goal.carrier, goal.base, goal.base_reach) = (carrier, bone, reach);

@@ -45,6 +45,23 @@ impl Workspace {
         }
     }
 
+    /// Where goal `g`'s effector is steered: its target, or for a target beyond reach
+    /// ([`PreparedGoal::beyond_reach`]) the nearest point its chain reaches, straight from
+    /// the chain's top towards the target. The error left there no step can shrink, and
+    /// counted, it would outweigh every other goal's: scores (what steps minimise and the
+    /// stall exit watches) measure from here, residuals and reach from the target.
+    pub fn aim(&self, g: usize) -> Vec3 {
+        let prepared = &self.goals[g];
+        if !prepared.beyond_reach {
+            return prepared.goal.target;
+        }
+        let base = self.head(prepared.base);
+        // Just inside the reach, so the chain bends a little there rather than stretch to
+        // a straight line, where no step shortens it at first order.
+        let reach = (prepared.base_reach - 0.5 * prepared.tolerance).max(0.0);
+        base + (prepared.goal.target - base).normalize_or_zero() * reach
+    }
+
     /// Residuals of the current pose against the goals as given.
     pub fn evaluate(&self, params: &IterationParams) -> Evaluation {
         let mut eval = Evaluation {
@@ -52,25 +69,38 @@ impl Workspace {
             rotation_residual: 0.0,
             reached: true,
             score: 0.0,
+            within_reach_score: 0.0,
+            within_reach_reached: true,
+            settled: true,
         };
         for (g, prepared) in self.goals.iter().enumerate() {
             let goal = &prepared.goal;
             let error = self.effector(g).distance(goal.target);
             eval.residual = eval.residual.max(error);
-            eval.reached &= error <= prepared.tolerance;
+            let mut reached = error <= prepared.tolerance;
             // (`goal_reached` repeats this test for one goal.)
-            let relative = (error / prepared.length_scale) as f64;
-            eval.score += goal.weight as f64 * relative * relative;
+            let scored = match prepared.beyond_reach {
+                true => self.effector(g).distance(self.aim(g)),
+                false => error,
+            };
+            eval.settled &= scored <= prepared.tolerance;
+            let relative = (scored / prepared.length_scale) as f64;
+            let mut score = goal.weight as f64 * relative * relative;
             if let Some(rotation) = goal.rotation.filter(|_| goal.rotation_weight > 0.0) {
                 let angle = angle_between(self.world_rot[goal.bone], rotation);
                 eval.rotation_residual = eval.rotation_residual.max(angle);
                 if goal.rotation_weight >= 1.0 {
-                    eval.reached &= angle <= params.rotation_tolerance;
+                    reached &= angle <= params.rotation_tolerance;
                 }
                 if self.mode == GoalMode::Full {
-                    eval.score +=
-                        (goal.weight * goal.rotation_weight) as f64 * (angle as f64).powi(2);
+                    score += (goal.weight * goal.rotation_weight) as f64 * (angle as f64).powi(2);
                 }
+            }
+            eval.reached &= reached;
+            eval.score += score;
+            if self.head(prepared.base).distance(goal.target) < prepared.base_reach {
+                eval.within_reach_score += score;
+                eval.within_reach_reached &= reached;
             }
         }
         eval
@@ -82,7 +112,7 @@ impl Workspace {
         for &g in goals {
             let prepared = &self.goals[g];
             let goal = &prepared.goal;
-            let relative = (self.effector(g).distance(goal.target) / prepared.length_scale) as f64;
+            let relative = (self.effector(g).distance(self.aim(g)) / prepared.length_scale) as f64;
             score += goal.weight as f64 * relative * relative;
             if let Some(rotation) = goal.rotation.filter(|_| goal.rotation_weight > 0.0) {
                 if self.mode == GoalMode::Full {
@@ -376,7 +406,7 @@ impl Workspace {
         let mut eval = self.evaluate(params);
         let mut iterations = 0;
         let (mut stalls, mut bumps) = (0, 0);
-        while !eval.reached && iterations < params.max_iterations {
+        while !(eval.reached || eval.settled) && iterations < params.max_iterations {
             step(self, rig);
             if params.move_root {
                 self.shift_root(rig);
@@ -384,9 +414,15 @@ impl Workspace {
             self.after_step(rig);
             iterations += 1;
             let next = self.evaluate(params);
-            let progressed = next.score < eval.score * (1.0 - STALL_RATIO);
+            // A target out of reach keeps its error whatever the others do: while a goal
+            // within reach is still missed, its progress counts even if the whole sum,
+            // swamped by that error, barely moves (one hand dragged far away no longer
+            // stops the solve before the feet and head have reached).
+            let progressed = next.score < eval.score * (1.0 - STALL_RATIO)
+                || (!next.within_reach_reached
+                    && next.within_reach_score < eval.within_reach_score * (1.0 - STALL_RATIO));
             eval = next;
-            if progressed || eval.reached {
+            if progressed || eval.reached || eval.settled {
                 stalls = 0;
                 continue;
             }

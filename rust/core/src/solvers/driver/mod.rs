@@ -57,6 +57,9 @@ pub(crate) struct PreparedGoal {
     /// The nearest bone above the goal's chain that another goal turns (none with
     /// exclusive chains): turning it carries this goal's chain, so it serves this goal too.
     pub carrier: Option<usize>,
+    /// The target lies beyond the reach of every moving bone above the goal's point: the
+    /// goal turns its own chain only (see `Workspace::find_carriers`).
+    pub beyond_reach: bool,
     /// The topmost moving bone the goal's point hangs from (its chain's top, or above
     /// through carriers), and the reach from that bone's head through every moving head
     /// down to the point: what decides whether the goal is within reach.
@@ -72,6 +75,15 @@ pub(crate) struct Evaluation {
     pub reached: bool,
     /// Weighted sum of squared relative errors: what the driver watches for progress.
     pub score: f64,
+    /// The same sum over the goals whose targets lie within their chains' reach, and
+    /// whether all of those are reached: the error of a target out of reach stays however
+    /// the others converge, so progress is also judged without it.
+    pub within_reach_score: f64,
+    pub within_reach_reached: bool,
+    /// Whether every effector is within its tolerance of where it is steered
+    /// ([`Workspace::aim`]): reached, but for targets beyond reach, which it is as near as
+    /// it gets. Solving ends there.
+    pub settled: bool,
 }
 
 /// The working state of one solver, reused from solve to solve.
