@@ -134,9 +134,10 @@ struct Scratch {
     row_factor: Vec<f64>,
     /// Per degree of freedom, its component (the goals it moves), or `usize::MAX`.
     dof_component: Vec<usize>,
-    /// Scratch: union-find over the goals, bones already measured, each component's
-    /// goal count, length and largest turn.
+    /// Scratch: union-find over the goals, the goal that first claimed each moving bone,
+    /// bones already measured, each component's goal count, length and largest turn.
     leader: Vec<usize>,
+    owner: Vec<usize>,
     measured: Vec<bool>,
     component_goals: Vec<usize>,
     component_length: Vec<f64>,
@@ -223,29 +224,50 @@ impl Scratch {
         }
         self.leader.clear();
         self.leader.extend(0..goals);
-        for d in 0..self.dofs.len() {
-            let mut first = None;
-            for g in 0..goals {
-                if !moves_goal(ws, rig, self.dofs[d], g) {
-                    continue;
+        // Each moving bone claimed by the first goal it moves; a second joins the first's
+        // component (a walk up from each effector, not a test of every degree of freedom).
+        self.owner.clear();
+        self.owner.resize(rig.len(), usize::MAX);
+        for g in 0..goals {
+            let claim = |owner: &mut Vec<usize>, leader: &mut Vec<usize>, bone: usize| {
+                if owner[bone] == usize::MAX {
+                    owner[bone] = g;
+                } else {
+                    let (a, b) = (find(leader, owner[bone]), find(leader, g));
+                    if a != b {
+                        leader[b] = a;
+                    }
                 }
-                let root = find(&mut self.leader, g);
-                match first {
-                    None => first = Some(root),
-                    Some(f) if f != root => self.leader[root] = f,
-                    Some(_) => {}
+            };
+            if ws.exclusive || ws.goals[g].beyond_reach {
+                for &bone in ws.joints(g) {
+                    claim(&mut self.owner, &mut self.leader, bone);
+                }
+            } else {
+                let mut above = Some(ws.goals[g].goal.bone);
+                while let Some(bone) = above {
+                    if ws.moving[bone] {
+                        claim(&mut self.owner, &mut self.leader, bone);
+                    }
+                    above = rig.parent(bone);
                 }
             }
         }
         self.component_goals.clear();
         self.component_goals.resize(goals, 0);
+        for g in 0..goals {
+            let c = find(&mut self.leader, g);
+            self.component_goals[c] += 1;
+        }
         self.component_length.clear();
         self.component_length.resize(goals, 0.0);
         self.measured.clear();
         self.measured.resize(rig.len(), false);
         for g in 0..goals {
             let c = find(&mut self.leader, g);
-            self.component_goals[c] += 1;
+            if self.component_goals[c] < 2 {
+                continue;
+            }
             // The goal's segments, effector first: each bone's from its head to the next
             // point down the chain, counted once however many goals it serves.
             let mut below = ws.effector(g);
@@ -261,21 +283,25 @@ impl Scratch {
         let mut row = 0;
         for g in 0..goals {
             let c = find(&mut self.leader, g);
-            let own = ws.goals[g].length_scale as f64;
-            let size = self.component_length[c].max(own) * self.component_goals[c] as f64;
-            let factor = own / size;
-            self.goal_factor[g] = factor;
             let rows = if has_rotation(&ws.goals[g].goal) {
                 6
             } else {
                 3
             };
-            self.row_factor[row..row + rows].fill(factor);
+            if self.component_goals[c] >= 2 {
+                // A lone chain keeps its own scale (factor 1).
+                let own = ws.goals[g].length_scale as f64;
+                let size = self.component_length[c].max(own) * self.component_goals[c] as f64;
+                let factor = own / size;
+                self.goal_factor[g] = factor;
+                self.row_factor[row..row + rows].fill(factor);
+            }
             row += rows;
         }
         for d in 0..self.dofs.len() {
-            if let Some(g) = (0..goals).find(|&g| moves_goal(ws, rig, self.dofs[d], g)) {
-                self.dof_component[d] = find(&mut self.leader, g);
+            let owner = self.owner[self.dofs[d].bone];
+            if owner != usize::MAX {
+                self.dof_component[d] = find(&mut self.leader, owner);
             }
         }
     }
