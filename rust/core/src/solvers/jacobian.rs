@@ -114,8 +114,17 @@ struct Scratch {
     image: Vec<f64>,
     /// The normal equations `(J J^T + damping^2 I) y = e` of the unheld degrees of freedom.
     normal: DampedSystem,
-    /// The non-zero rows of the column being accumulated.
-    nonzero: Vec<usize>,
+    /// Per goal (workspace order), the degrees of freedom that move it
+    /// (`goal_dofs[goal_dof_start[g]..goal_dof_start[g + 1]]`); per degree of freedom, the
+    /// rows of the goals it moves, ascending (`dof_rows[dof_row_start[d]..]`): the
+    /// Jacobian's structure, fixed for a solve (a joint moves only the goals below it, so
+    /// on a body with several limbs most of each column is zero).
+    goal_dofs: Vec<usize>,
+    goal_dof_start: Vec<usize>,
+    dof_rows: Vec<usize>,
+    dof_row_start: Vec<usize>,
+    /// Scratch for filling `dof_rows`.
+    filled: Vec<usize>,
     saved: Vec<Quat>,
     saved_euler: Vec<[f32; 3]>,
     /// `W^-1 J^T` of a weighted step (`gain[dof * rows + row]`), and one row of `J` being
@@ -194,6 +203,54 @@ impl Scratch {
         // Built at the first weighted step, if any (unweighted solves never need it).
         self.tree.ready = false;
         self.components(ws, rig);
+        self.structure(ws, rig);
+    }
+
+    /// Which degrees of freedom move which goals (see `goal_dofs`); the Jacobian zeroed
+    /// once, since `linearise` writes only those entries.
+    fn structure(&mut self, ws: &Workspace, rig: &Rig) {
+        let (goals, dofs) = (ws.goals.len(), self.dofs.len());
+        self.goal_dofs.clear();
+        self.goal_dof_start.clear();
+        for g in 0..goals {
+            self.goal_dof_start.push(self.goal_dofs.len());
+            self.goal_dofs
+                .extend((0..dofs).filter(|&d| moves_goal(ws, rig, self.dofs[d], g)));
+        }
+        self.goal_dof_start.push(self.goal_dofs.len());
+        self.dof_rows.clear();
+        self.dof_row_start.clear();
+        self.dof_row_start.resize(dofs + 1, 0);
+        // Count each column's rows, then fill them goal by goal (rows ascending).
+        let rows_of = |g: usize| {
+            if has_rotation(&ws.goals[g].goal) {
+                6
+            } else {
+                3
+            }
+        };
+        for g in 0..goals {
+            for &d in &self.goal_dofs[self.goal_dof_start[g]..self.goal_dof_start[g + 1]] {
+                self.dof_row_start[d + 1] += rows_of(g);
+            }
+        }
+        for d in 0..dofs {
+            self.dof_row_start[d + 1] += self.dof_row_start[d];
+        }
+        self.dof_rows.resize(self.dof_row_start[dofs], 0);
+        self.filled.clear();
+        self.filled.extend_from_slice(&self.dof_row_start);
+        let mut row = 0;
+        for g in 0..goals {
+            for &d in &self.goal_dofs[self.goal_dof_start[g]..self.goal_dof_start[g + 1]] {
+                for r in row..row + rows_of(g) {
+                    self.dof_rows[self.filled[d]] = r;
+                    self.filled[d] += 1;
+                }
+            }
+            row += rows_of(g);
+        }
+        self.jac.fill(0.0);
     }
 
     /// Groups the goals into components, those that share a degree of freedom (directly
@@ -318,7 +375,6 @@ impl Scratch {
     /// Fills the Jacobian and the scaled error at the current pose; returns the squared
     /// error norm (the driver's score).
     fn linearise(&mut self, ws: &Workspace, rig: &Rig) -> f64 {
-        self.jac.iter_mut().for_each(|v| *v = 0.0);
         self.axes.clear();
         self.axes
             .extend(self.dofs.iter().map(|&dof| Self::axis(ws, rig, dof)));
@@ -347,10 +403,8 @@ impl Scratch {
             // goal recruits (a head goal turning the chest carries the arms): a goal's chain
             // length limits which joints it may recruit, not what moves it. With exclusive
             // chains a goal drives its own joints only; the others carry it between steps.
-            for (d, (&axis, &dof)) in self.axes.iter().zip(&self.dofs).enumerate() {
-                if !moves_goal(ws, rig, dof, g) {
-                    continue;
-                }
+            for &d in &self.goal_dofs[self.goal_dof_start[g]..self.goal_dof_start[g + 1]] {
+                let (axis, dof) = (self.axes[d], self.dofs[d]);
                 let column = &mut self.jac[d * m..(d + 1) * m];
                 let dp = axis.cross(effector - ws.head(dof.bone)).as_dvec3() * position_scale;
                 column[row..row + 3].copy_from_slice(&dp.to_array());
@@ -498,14 +552,12 @@ impl Scratch {
             if self.held[d].is_some() {
                 continue;
             }
-            // A joint moves only the goals below it: visit its non-zero rows alone (on a
-            // body with several limbs most of each column is zero).
+            // A joint moves only the goals below it: visit their rows alone.
             let column = &self.jac[d * m..(d + 1) * m];
-            self.nonzero.clear();
-            self.nonzero.extend((0..m).filter(|&r| column[r] != 0.0));
-            for &c in &self.nonzero {
+            let rows = &self.dof_rows[self.dof_row_start[d]..self.dof_row_start[d + 1]];
+            for &c in rows {
                 let jc = column[c];
-                for &r in &self.nonzero {
+                for &r in rows {
                     self.normal.add(r, c, column[r] * jc);
                 }
             }
@@ -513,14 +565,12 @@ impl Scratch {
         if !self.normal.solve(damping * damping) {
             return false;
         }
+        let solution = self.normal.solution();
         for d in 0..self.dofs.len() {
             if self.held[d].is_none() {
-                self.step[d] = self
-                    .column(d)
-                    .iter()
-                    .zip(self.normal.solution())
-                    .map(|(j, y)| j * y)
-                    .sum();
+                let column = &self.jac[d * m..(d + 1) * m];
+                let rows = &self.dof_rows[self.dof_row_start[d]..self.dof_row_start[d + 1]];
+                self.step[d] = rows.iter().map(|&r| column[r] * solution[r]).sum();
             }
         }
         true
