@@ -386,7 +386,13 @@ impl Scratch {
             let factor = self.goal_factor[g];
             let position_scale =
                 (goal.weight as f64).sqrt() / prepared.length_scale as f64 * factor;
-            let e = (ws.aim(g) - effector).as_dvec3() * position_scale;
+            // A target beyond reach pulls on nothing (its chain is stretched towards it).
+            let position_scale = if prepared.beyond_reach {
+                0.0
+            } else {
+                position_scale
+            };
+            let e = (goal.target - effector).as_dvec3() * position_scale;
             self.error[row..row + 3].copy_from_slice(&e.to_array());
             let rotation_scale = has_rotation(&goal).then(|| {
                 let target = goal.rotation.unwrap_or(Quat::IDENTITY);

@@ -287,18 +287,15 @@ impl Workspace {
     /// Jacobian solvers' columns are; chain-based solvers learn it from here.
     ///
     /// A goal whose target lies beyond even that reach (the base's head does not move
-    /// unless `move_root`) is served by its own chain alone ([`PreparedGoal::beyond_reach`]):
-    /// no pose reaches it, and recruiting the bones other goals turn would only pull them
-    /// off their targets (one hand's target dragged far away bent the spine, and the head
-    /// and the other hand missed by 5-23 cm on Rigify's metarig).
+    /// unless `move_root`), on a chain no other goal turns, is beyond reach
+    /// ([`PreparedGoal::beyond_reach`]): no pose reaches it; its chain is stretched towards
+    /// it, and it pulls on nothing (one hand's target dragged far away bent the spine, and
+    /// the head and the other hand missed by 5-31 cm on Rigify's metarig).
     fn find_carriers(&mut self, rig: &Rig, move_root: bool) {
         self.moving.clear();
         self.moving.resize(rig.len(), false);
         for &j in &self.goal_joints {
             self.moving[j] = true;
-        }
-        if self.exclusive {
-            return;
         }
         for g in 0..self.goals.len() {
             let Some(&top) = self.joints(g).last() else {
@@ -315,18 +312,22 @@ impl Workspace {
                 reach += self.head(next).distance(self.head(bone));
                 bone = next;
             }
-            if carrier.is_some()
-                && !move_root
-                && self.head(bone).distance(self.goals[g].target) >= reach
-            {
-                let own = self.goals[g].reach;
+            // A chain another goal also turns serves both: its goals are solved together.
+            let own = self.joints(g);
+            let shared = (0..self.goals.len())
+                .filter(|&other| other != g)
+                .any(|other| self.joints(other).iter().any(|j| own.contains(j)));
+            if !move_root && !shared && self.head(bone).distance(self.goals[g].target) >= reach {
+                let own_reach = self.goals[g].reach;
                 let goal = &mut self.goals[g];
-                (goal.carrier, goal.base, goal.base_reach) = (None, top, own);
+                (goal.carrier, goal.base, goal.base_reach) = (None, top, own_reach);
                 goal.beyond_reach = true;
                 continue;
             }
-            let goal = &mut self.goals[g];
-            (goal.carrier, goal.base, goal.base_reach) = (carrier, bone, reach);
+            if !self.exclusive {
+                let goal = &mut self.goals[g];
+                (goal.carrier, goal.base, goal.base_reach) = (carrier, bone, reach);
+            }
         }
     }
 

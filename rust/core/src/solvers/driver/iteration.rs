@@ -45,23 +45,6 @@ impl Workspace {
         }
     }
 
-    /// Where goal `g`'s effector is steered: its target, or for a target beyond reach
-    /// ([`PreparedGoal::beyond_reach`]) the nearest point its chain reaches, straight from
-    /// the chain's top towards the target. The error left there no step can shrink, and
-    /// counted, it would outweigh every other goal's: scores (what steps minimise and the
-    /// stall exit watches) measure from here, residuals and reach from the target.
-    pub fn aim(&self, g: usize) -> Vec3 {
-        let prepared = &self.goals[g];
-        if !prepared.beyond_reach {
-            return prepared.goal.target;
-        }
-        let base = self.head(prepared.base);
-        // Just inside the reach, so the chain bends a little there rather than stretch to
-        // a straight line, where no step shortens it at first order.
-        let reach = (prepared.base_reach - 0.5 * prepared.tolerance).max(0.0);
-        base + (prepared.goal.target - base).normalize_or_zero() * reach
-    }
-
     /// Residuals of the current pose against the goals as given.
     pub fn evaluate(&self, params: &IterationParams) -> Evaluation {
         let mut eval = Evaluation {
@@ -79,10 +62,8 @@ impl Workspace {
             eval.residual = eval.residual.max(error);
             let mut reached = error <= prepared.tolerance;
             // (`goal_reached` repeats this test for one goal.)
-            let scored = match prepared.beyond_reach {
-                true => self.effector(g).distance(self.aim(g)),
-                false => error,
-            };
+            // A target beyond reach counts in no score (see `PreparedGoal::beyond_reach`).
+            let scored = if prepared.beyond_reach { 0.0 } else { error };
             eval.settled &= scored <= prepared.tolerance;
             let relative = (scored / prepared.length_scale) as f64;
             let mut score = goal.weight as f64 * relative * relative;
@@ -112,7 +93,11 @@ impl Workspace {
         for &g in goals {
             let prepared = &self.goals[g];
             let goal = &prepared.goal;
-            let relative = (self.effector(g).distance(self.aim(g)) / prepared.length_scale) as f64;
+            let error = match prepared.beyond_reach {
+                true => 0.0,
+                false => self.effector(g).distance(goal.target),
+            };
+            let relative = (error / prepared.length_scale) as f64;
             score += goal.weight as f64 * relative * relative;
             if let Some(rotation) = goal.rotation.filter(|_| goal.rotation_weight > 0.0) {
                 if self.mode == GoalMode::Full {
@@ -264,7 +249,7 @@ impl Workspace {
     /// Straightens each chain whose target is out of reach and that no other goal shares:
     /// from its top joint down, every segment is aimed at the target (the FABRIK paper's
     /// reachability test), which is where every solver would converge, only slowly.
-    fn straighten_unreachable(&mut self, rig: &Rig) {
+    fn straighten_unreachable(&mut self, rig: &Rig) -> bool {
         let mut changed = false;
         for g in 0..self.goals.len() {
             let goal = self.goals[g];
@@ -294,6 +279,7 @@ impl Workspace {
         if changed {
             self.after_step(rig);
         }
+        changed
     }
 
     /// Whether goal `g` is within its tolerances (as [`Workspace::evaluate`] judges).
@@ -435,6 +421,11 @@ impl Workspace {
             if stalls >= STALL_PATIENCE {
                 break;
             }
+        }
+        // The other goals' steps may have turned the bones that carry a chain stretched
+        // towards a target beyond reach: stretch it again.
+        if self.goals.iter().any(|g| g.beyond_reach) && self.straighten_unreachable(rig) {
+            eval = self.evaluate(params);
         }
         self.report(eval, iterations)
     }

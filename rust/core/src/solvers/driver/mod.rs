@@ -57,8 +57,12 @@ pub(crate) struct PreparedGoal {
     /// The nearest bone above the goal's chain that another goal turns (none with
     /// exclusive chains): turning it carries this goal's chain, so it serves this goal too.
     pub carrier: Option<usize>,
-    /// The target lies beyond the reach of every moving bone above the goal's point: the
-    /// goal turns its own chain only (see `Workspace::find_carriers`).
+    /// The target lies beyond the reach of every moving bone above the goal's point (on a
+    /// chain no other goal turns): no step can bring it nearer than stretching the chain
+    /// towards it, which the driver does before and after iterating. Its distance then
+    /// counts in no score (what steps minimise and the stall exit watches: it would
+    /// outweigh every other goal's) and it pulls on no joint; residuals and reach are
+    /// still measured from the target (see `Workspace::find_carriers`).
     pub beyond_reach: bool,
     /// The topmost moving bone the goal's point hangs from (its chain's top, or above
     /// through carriers), and the reach from that bone's head through every moving head
