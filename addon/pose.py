@@ -154,6 +154,24 @@ def finite_rows(*arrays: np.ndarray) -> tuple[tuple[np.ndarray, ...], list[int]]
     return tuple(fixed), np.nonzero(bad)[0].tolist()
 
 
+def channel_problems(obj: bpy.types.Object, entry: RigEntry, bones: list[int]) -> dict[int, str]:
+    """The bones (rig indices) among `bones` whose location, rotation (in their mode) or
+    scale channels hold NaN or infinity, each with the reason naming bone and channel: some
+    Blender evaluates as if finite (an axis-angle axis of NaN shows as no turn), but a
+    solve would start from, and write next to, what is not a number."""
+    pose_bones = obj.pose.bones
+    problems = {}
+    for bone in bones:
+        pose_bone = pose_bones[entry.names[bone]]
+        for name in ("location", rotation_channel(pose_bone.rotation_mode)[0], "scale"):
+            values = tuple(getattr(pose_bone, name))
+            if not all(math.isfinite(v) for v in values):
+                shown = ", ".join(f"{v:g}" for v in values)
+                problems[bone] = f"bone '{pose_bone.name}' has a non-finite {name} ({shown}): give it numbers"
+                break
+    return problems
+
+
 def non_finite_reason(obj: bpy.types.Object, entry: RigEntry, bones: list[int], bone: int) -> str:
     """Why `bone`'s pose is not finite, naming the bone at fault: the topmost of `bones`
     (those whose pose is not finite) above it, since a parent's NaN reaches every bone

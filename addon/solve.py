@@ -468,6 +468,7 @@ def drop_unsolvable(
     if not_finite:
         bad = set(not_finite)
         problems.update({bone: pose.non_finite_reason(obj, entry, not_finite, bone) for bone in every if bone in bad})
+    problems.update(pose.channel_problems(obj, entry, [bone for bone in every if bone not in problems]))
     if not problems:
         return every, (rotations, translations, scales)
     kept = []
@@ -972,7 +973,9 @@ class Shortcut:
             evaluated = pose.read_matrices(obj, entry, "matrix")
         except (tendon.TendonError, TendonUserError, pose.StaleRig):
             return None
-        if not (np.isfinite(basis).all() and np.isfinite(evaluated).all()):
+        if not (np.isfinite(basis).all() and np.isfinite(evaluated).all()) or pose.channel_problems(
+            obj, entry, self.moving
+        ):
             # A pose that is not finite somewhere: the whole way names the bone.
             return None
         rotations, translations, scales, differences, smallest = entry.rig.start_pose(

@@ -141,7 +141,13 @@ def armature_targets(
         local = np.zeros((frames * goals, 4, 4), np.float32)
         local[:, :3, :3] = (world_to_armature[:, None, :3, :3] @ turns).reshape(-1, 3, 3)
         local[:, 3, 3] = 1.0
-        rotations = native().matrices_to_transforms(local)[0].reshape(frames, goals, 4)
+        # A target whose rotation is not a number: NaN out, for the goal made from it to
+        # refuse by name (the others are decomposed as usual).
+        bad = ~np.isfinite(local).all(axis=(1, 2))
+        local[bad] = np.eye(4, dtype=np.float32)
+        rotations = native().matrices_to_transforms(local)[0]
+        rotations[bad] = np.nan
+        rotations = rotations.reshape(frames, goals, 4)
     if poles is not None:
         poles = (poles @ turn + shift).astype(np.float32)
     return Targets((points @ turn + shift).astype(np.float32), rotations, poles)

@@ -809,6 +809,37 @@ def test_a_chain_bone_that_is_not_a_number_skips_its_effector(
     assert keys_module().find_fcurve(obj, 'pose.bones["forearm.R"].rotation_quaternion', 0) is not None
 
 
+def test_an_axis_angle_axis_that_is_not_a_number_skips_its_effector() -> None:
+    """Blender shows an axis-angle rotation whose axis is NaN as no turn, so the pose looks
+    finite; the solve would start from, and write beside, channels that are not numbers."""
+    rig = human()
+    obj = rig.obj
+    pose_bone = obj.pose.bones["forearm.L"]
+    pose_bone.rotation_mode = "AXIS_ANGLE"
+    pose_bone.rotation_axis_angle = (0.3, math.nan, 0.0, 1.0)
+    rigs.update()
+    expected = "effector 1 ('hand.L'): bone 'forearm.L' has a non-finite rotation_axis_angle (0.3, nan, 0, 1)"
+    for _ in range(2):  # the whole way, then again where a clean solve would take its shortcut
+        pressed = press(bpy.ops.tendon.solve)
+        assert pressed.result == "FINISHED" and expected in pressed.message, pressed.message
+        assert pressed.message.startswith("4 effector(s) reached"), pressed.message
+    assert math.isnan(pose_bone.rotation_axis_angle[1])
+
+
+def test_a_target_rotation_that_is_not_a_number_skips_its_effector() -> None:
+    rig = human()
+    obj = rig.obj
+    effector = obj.tendon.effectors[0]
+    effector.use_rotation = True
+    effector.target.rotation_euler = (math.nan, 0.0, 0.0)
+    rigs.update()
+    pressed = press(bpy.ops.tendon.solve)
+    assert pressed.result == "FINISHED", pressed.message
+    assert "effector 1 ('hand.L'): rotation of the goal for bone 'hand.L' is not finite" in pressed.message
+    assert pressed.message.startswith("4 effector(s) reached"), pressed.message
+    assert_finite(obj)
+
+
 def test_a_bone_outside_the_chains_that_is_not_a_number_blocks_nothing() -> None:
     """NaN in a bone no chain moves (a toe, the spine above no chain): every effector is
     solved and baked as usual, and the bone is left as it was, not keyed."""

@@ -337,6 +337,8 @@ def test_spring_simulation_hangs_a_tail_and_keeps_lengths() -> None:
     again.reset(rest)
     for f in range(48):
         np.testing.assert_array_equal(again.advance(0.0 if f == 0 else 1 / 24, rest), frames[f])
+    with pytest.raises(tendon.SolverError, match=r"spring setting 'stiffness' is \[NaN\]: it must be finite"):
+        tendon.SpringSimulation(rig, [("b5", 4)], stiffness=float("nan"))
     with pytest.raises(tendon.SolverError, match="unknown spring setting 'springiness'"):
         tendon.SpringSimulation(rig, [("b5", 4)], springiness=1.0)
     with pytest.raises(tendon.BoneIndexError, match="no bone 'nope'"):

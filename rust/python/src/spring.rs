@@ -79,13 +79,26 @@ impl SpringSimulation {
                         "unknown spring setting '{key}'; known: gravity, damping, stiffness, iterations, time_step, max_step"
                     )));
                 }
+                // JSON has no NaN or infinity (it would read as null): name it here.
+                let finite = |values: &[f32]| {
+                    if values.iter().all(|v| v.is_finite()) {
+                        Ok(())
+                    } else {
+                        Err(SolverError::new_err(format!(
+                            "spring setting '{key}' is {values:?}: it must be finite"
+                        )))
+                    }
+                };
                 let value = if key == "gravity" {
                     let g: (f32, f32, f32) = value.extract()?;
+                    finite(&[g.0, g.1, g.2])?;
                     serde_json::json!([g.0, g.1, g.2])
                 } else if key == "iterations" {
                     serde_json::json!(value.extract::<u32>()?)
                 } else {
-                    serde_json::json!(value.extract::<f32>()?)
+                    let v = value.extract::<f32>()?;
+                    finite(&[v])?;
+                    serde_json::json!(v)
                 };
                 params[&key] = value;
             }
