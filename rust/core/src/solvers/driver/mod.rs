@@ -84,9 +84,9 @@ pub(crate) struct Evaluation {
     /// the others converge, so progress is also judged without it.
     pub within_reach_score: f64,
     pub within_reach_reached: bool,
-    /// Whether every effector is within its tolerance of where it is steered
-    /// ([`Workspace::aim`]): reached, but for targets beyond reach, which it is as near as
-    /// it gets. Solving ends there.
+    /// Whether every goal within reach is reached (a target beyond reach counts as
+    /// settled: its chain is stretched towards it, see [`PreparedGoal::beyond_reach`]).
+    /// Solving ends there.
     pub settled: bool,
 }
 
