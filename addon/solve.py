@@ -333,22 +333,40 @@ def build_goals(
     found = GoalSet(warnings=list(plan.warnings), plan=plan)
     if not plan.sighted:
         return found
-    targets = goal_targets(obj, plan.sighted)
-    kept = []
-    for k, s in enumerate(plan.sighted):
+    readable = list(range(len(plan.sighted)))
+    try:
+        targets = goal_targets(obj, plan.sighted)
+    except TendonUserError:
+        # A target gone since the plan was made (a bone of another armature renamed, with
+        # nothing yet telling the rig cache): skip that effector, solve the others.
+        readable = []
+        for k, s in enumerate(plan.sighted):
+            try:
+                target_matrix(s, None)
+                if s.settings.pole_target is not None:
+                    target_matrix(s, None, pole=True)
+            except TendonUserError as problem:
+                found.warnings.append(f"{problem}; skipped")
+                continue
+            readable.append(k)
+        targets = goal_targets(obj, [plan.sighted[k] for k in readable])
+    kept, rows = [], []
+    for row, k in enumerate(readable):
+        s = plan.sighted[k]
         effector = s.settings
         try:
-            goal = tendon.Goal(effector.bone, targets.points[0, k], **goal_arguments(s, targets, k))
+            goal = tendon.Goal(effector.bone, targets.points[0, row], **goal_arguments(s, targets, row))
         except tendon.TendonError as error:
             found.warnings.append(f"{s.label}: {error}; skipped")
             continue
         kept.append(k)
+        rows.append(row)
         found.sighted.append(s)
         found.goals.append(goal)
         found.effectors.append(s.position)
         found.settings.append(effector)
         found.chains.append((s.bone, s.chain_length))
-    found.points = targets.points[0, kept]
+    found.points = targets.points[0, rows]
     found.key = (effectors, tuple(kept))
     loops = entry.remember(("loops", found.key), lambda: loop_problems(obj, entry, found))
     if loops:

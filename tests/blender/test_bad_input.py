@@ -43,6 +43,7 @@ import numpy as np
 import pytest
 import real_rigs
 import rigs
+from mathutils import Vector
 from real_rigs import RealRig
 
 from conftest import MODULE
@@ -330,6 +331,42 @@ def test_target_bone_of_another_armature_renamed_or_deleted(how: str) -> None:
     assert pressed.message.startswith("4 effector(s) reached"), pressed.message
     assert chain_channels(obj, arm) == before
     assert_finite(obj)
+
+
+def test_live_mode_solves_the_others_when_a_target_bone_is_renamed_and_the_frame_changes() -> None:
+    """A bone of another armature renamed, then a frame change in live mode (which tells
+    the rig cache nothing): that effector is skipped and the others are still solved
+    (before, every effector stopped being solved, the status naming only the missing bone)."""
+    obj = real_rigs.metarig("human").obj
+    set_mode(obj, "OBJECT")
+    other = real_rigs.metarig("human").obj
+    other.location.x = 1.2
+    set_mode(other, "OBJECT")
+    rigs.update()
+    first = obj.tendon.effectors.add()
+    first.bone, first.target, first.subtarget, first.chain_length = "hand.L", other, "hand.R", 3
+    shoulder, tip = rigs.head_world(obj, "upper_arm.R"), rigs.tail_world(obj, "hand.R")
+    target = rigs.empty("E", shoulder + 0.8 * (tip - shoulder) + Vector((0.0, -0.1, 0.0)))
+    second = obj.tendon.effectors.add()
+    second.bone, second.target, second.chain_length = "hand.R", target, 3
+    live = importlib.import_module(f"{MODULE}.live")
+
+    def step() -> float:
+        rigs.update()
+        if bpy.app.timers.is_registered(live.measure_pending):
+            live.measure_pending()
+        return (rigs.tail_world(obj, "hand.R") - target.location).length
+
+    obj.tendon.live = True
+    assert step() < 1e-4
+    other.data.bones["hand.R"].name = "hand_y.R"
+    bpy.context.scene.frame_set(3)
+    step()
+    target.location += Vector((0.0, -0.05, 0.08))
+    assert step() < 1e-4, obj.tendon.status
+    expected = "effector 1 ('hand.L'): bone 'hand.R' not found in armature"
+    assert expected in obj.tendon.status and "; skipped" in obj.tendon.status, obj.tendon.status
+    obj.tendon.live = False
 
 
 # --- 3. Chain longer than the hierarchy ----------------------------------------------------
