@@ -183,6 +183,14 @@ def measure(obj: bpy.types.Object, outcome: SolveOutcome) -> None:
     set_status(obj, "Live: " + outcome.status())
 
 
+def targets_moved(obj: bpy.types.Object, key: int) -> bool:
+    """Whether `obj`'s targets are elsewhere than when it was last solved."""
+    try:
+        return not unchanged(_signatures.get(key), signature(obj)[1])
+    except ReferenceError:
+        return True
+
+
 def measure_pending() -> None:
     """Measures every live solve not measured yet (a one-shot timer, run by Blender's event
     loop after the pass that evaluated the written poses)."""
@@ -195,8 +203,16 @@ def measure_pending() -> None:
         for key, (name, outcome) in list(_unmeasured.items()):
             del _unmeasured[key]
             obj = objects.get(name)
-            if obj is not None and obj.as_pointer() == key and obj.mode != "EDIT":
-                measure(obj, outcome)
+            if obj is None or obj.as_pointer() != key or obj.mode == "EDIT":
+                continue
+            if targets_moved(obj, key):
+                # A target moved in the pass that evaluated the written poses (a bone of
+                # another live armature it follows): measuring against where it was would
+                # claim a reach the pose does not show. Solve it again at the next update.
+                _signatures.pop(key, None)
+                obj.update_tag()
+                continue
+            measure(obj, outcome)
     finally:
         _busy = False
 

@@ -369,6 +369,40 @@ def test_live_mode_solves_the_others_when_a_target_bone_is_renamed_and_the_frame
     obj.tendon.live = False
 
 
+def test_live_mode_never_claims_a_reach_when_its_target_bone_moved_with_another_live_armature() -> None:
+    """Armature A follows a bone of armature B, itself live towards an Empty. B's solve moves
+    that bone after A was solved: A's status must not say "reached in Blender's pose" while
+    its hand is 9 cm off, and A follows at the next update (found by a helper review)."""
+    first = real_rigs.metarig("human").obj
+    set_mode(first, "OBJECT")
+    second = real_rigs.metarig("human").obj
+    second.location.x = 1.2
+    set_mode(second, "OBJECT")
+    rigs.update()
+    shoulder, tip = rigs.head_world(second, "upper_arm.R"), rigs.tail_world(second, "hand.R")
+    target = rigs.empty("E", shoulder + 0.8 * (tip - shoulder) + Vector((0.0, -0.1, 0.0)))
+    leader = second.tendon.effectors.add()
+    leader.bone, leader.target, leader.chain_length = "hand.R", target, 3
+    follower = first.tendon.effectors.add()
+    follower.bone, follower.target, follower.subtarget, follower.chain_length = "hand.L", second, "hand.R", 3
+    live = importlib.import_module(f"{MODULE}.live")
+
+    def gap() -> float:
+        if bpy.app.timers.is_registered(live.measure_pending):
+            live.measure_pending()
+        rigs.update()
+        return (rigs.tail_world(first, "hand.L") - rigs.head_world(second, "hand.R")).length
+
+    first.tendon.live = second.tendon.live = True
+    gap()
+    target.location += Vector((0.0, -0.05, 0.1))
+    for _ in range(4):
+        if gap() > 1e-4:
+            assert "in Blender's pose" not in first.tendon.status, first.tendon.status
+    assert gap() < 1e-4
+    first.tendon.live = second.tendon.live = False
+
+
 # --- 3. Chain longer than the hierarchy ----------------------------------------------------
 
 
