@@ -377,6 +377,9 @@ class Baker:
             written += keys.write_bone_channels(
                 action, slot, names[bone], "scale", frames, scales[:, bone], interpolation, span
             )
+        evaluated = self.evaluated_check(action, slot)
+        if evaluated:
+            self.found.warnings.append(evaluated)
         self.show_keys()
         return BakeOutcome(
             frames=len(self.frames),
@@ -403,6 +406,53 @@ class Baker:
                 pose.location_channels(self.obj, self.entry, moved, rotations[t], translations[t], scales[t])
                 for t in range(len(self.frames))
             ]
+        )
+
+    def evaluated_check(self, action: bpy.types.Action, slot: Any) -> str:
+        """What Blender's evaluated pose shows of the new keys when something between keys
+        and pose can change them (F-curve modifiers on the keyed channels, the action
+        blended at less than full influence or other than Replace over NLA tracks): the
+        targets measured there at the first, middle and last baked frames, so the status
+        never claims a reach the animation does not play. Empty otherwise (nothing to
+        measure: the keys are the pose)."""
+        obj = self.obj
+        anim = obj.animation_data
+        reasons = []
+        if anim is not None and (anim.action_influence < 1.0 or anim.action_blend_type != "REPLACE"):
+            reasons.append(
+                f"the action blended {anim.action_blend_type.title()} at influence {anim.action_influence:g}"
+            )
+        fcurves = keys.fcurves_of(obj) if not keys.SLOTTED or slot is not None else None
+        keyed = {f'pose.bones["{bpy.utils.escape_identifier(self.entry.names[b])}"]' for b in self.keyed}
+        modified = [
+            f"{fc.data_path}[{fc.array_index}]"
+            for fc in (fcurves or [])
+            if fc.data_path.rsplit(".", 1)[0] in keyed and any(not m.mute for m in fc.modifiers)
+        ]
+        if modified:
+            reasons.append(f"F-curve modifiers on {len(modified)} keyed channel(s) ({modified[0]}, ...)")
+        if not reasons or not self.found.goals:
+            return ""
+        scene, frames = self.scene, self.frames
+        checked = sorted({0, len(frames) // 2, len(frames) - 1})
+        largest, missed = 0.0, 0
+        with live_suspended():
+            for t in checked:
+                scene.frame_set(int(frames[t]))
+                world = obj.matrix_world
+                for k, effector in enumerate(self.effectors):
+                    pose_bone = obj.pose.bones[effector.bone]
+                    point = world @ (pose_bone.tail if effector.use_tail else pose_bone.head)
+                    error = (point - Vector(self.target_points[t, k])).length
+                    largest = max(largest, error)
+                    missed += error > 1e-4 * max(self.entry.longest, 1e-9)
+            self.restore_frame()
+        where = ", ".join(str(int(frames[t])) for t in checked)
+        if not missed:
+            return f"Blender's pose, through {'; '.join(reasons)}, reaches at frames {where}"
+        return (
+            f"Blender's pose does not show what was solved ({'; '.join(reasons)}): at frames {where} "
+            f"the effectors miss by up to {largest:.2g}"
         )
 
     def show_keys(self) -> None:

@@ -515,3 +515,20 @@ def test_move_root_writes_a_root_with_local_location_off_where_the_solve_put_it(
     assert obj.pose.bones["hips"].location.z < -0.05, tuple(obj.pose.bones["hips"].location)
     for bone, target in targets:
         assert (rigs.tail_world(obj, bone) - target.location).length < 1e-4, bone
+
+
+def test_bake_says_when_modifiers_or_blending_change_what_the_keys_show() -> None:
+    """A Generator modifier on a keyed channel adds to every key: the bake's own figures
+    would claim a reach the animation does not play; the status says what Blender's pose
+    shows (found by a helper review)."""
+    obj, _target = animated_chain()
+    assert bpy.ops.tendon.bake(frame_start=1, frame_end=10, destination="REPLACE") == {"FINISHED"}
+    assert "does not show what was solved" not in obj.tendon.status, obj.tendon.status
+    fcurve = keys_module().find_fcurve(obj, 'pose.bones["b1"].rotation_quaternion', 1)
+    modifier = fcurve.modifiers.new("GENERATOR")
+    modifier.coefficients = (0.3, 1.0)
+    assert bpy.ops.tendon.bake(frame_start=1, frame_end=10, destination="REPLACE") == {"FINISHED"}
+    status = obj.tendon.status
+    assert "Blender's pose does not show what was solved (F-curve modifiers on 1 keyed channel(s)" in status, status
+    assert "): at frames 1, 6, 10 the effectors miss by up to" in status, status
+    assert bpy.context.scene.frame_current == 1
