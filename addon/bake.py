@@ -117,6 +117,16 @@ class Baker:
         for bone, chain_length in self.found.chains:
             chains.update(chain_bones(self.entry, bone, chain_length))
         for spring in self.springs:
+            # Springs swing their bones after the solve: an effector's chain among them
+            # loses the reach the solve measured (the bake's figures are the solve's).
+            shared = [self.entry.names[b] for b in spring.bones if b in chains]
+            if shared:
+                self.found.warnings.append(
+                    f"spring chain {spring.item + 1} ('{obj.tendon.springs[spring.item].bone}') swings "
+                    f"bone '{shared[0]}', which an effector's chain solves: the springs run after the "
+                    "solve, so the reach reported is the solve's, not the keys'"
+                )
+        for spring in self.springs:
             chains.update(spring.bones)
         self.scale_plans = scale_targets(obj, self.entry, self.found)
         self.scaled = sorted({b for plan in self.scale_plans for b in plan.bones})

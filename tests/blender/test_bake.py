@@ -532,3 +532,14 @@ def test_bake_says_when_modifiers_or_blending_change_what_the_keys_show() -> Non
     assert "Blender's pose does not show what was solved (F-curve modifiers on 1 keyed channel(s)" in status, status
     assert "): at frames 1, 6, 10 the effectors miss by up to" in status, status
     assert bpy.context.scene.frame_current == 1
+
+
+def test_bake_says_when_a_spring_chain_swings_an_effectors_chain() -> None:
+    """Springs run after the solve: on an effector's own bones they swing it off its target
+    (0.34-0.38 on the metarig's arm), so the reach the bake reports is the solve's."""
+    obj, _target = animated_chain()
+    spring = obj.tendon.springs.add()
+    spring.bone, spring.chain_length = "b3", 2
+    assert bpy.ops.tendon.bake(frame_start=1, frame_end=10) == {"FINISHED"}
+    expected = "spring chain 1 ('b3') swings bone 'b3', which an effector's chain solves"
+    assert expected in obj.tendon.status, obj.tendon.status
