@@ -315,12 +315,18 @@ class Baker:
         tendon, scene = native.native(), self.scene
         fps = scene.render.fps / scene.render.fps_base
         dt = self.settings.step / fps
-        gravity = scene.gravity if scene.use_gravity else (0.0, 0.0, 0.0)
-        to_armature = space.world_to_armature(self.obj).to_3x3()
+        gravity = np.array(scene.gravity if scene.use_gravity else (0.0, 0.0, 0.0), np.float64)
+        # The world's down in armature space at each frame: an armature that turns over the
+        # range (a roll, a cartwheel) turns it (one direction for all frames hung its chains
+        # towards the armature's old down).
+        turns = (
+            self.to_armature[:, :3, :3] if self.sampled else np.array(space.world_to_armature(self.obj))[None, :3, :3]
+        )
+        down = np.broadcast_to(turns @ gravity, (len(self.frames), 3)).astype(np.float32)
         _, translations, scales = self.pose
         for spring in self.springs:
             item = self.obj.tendon.springs[spring.item]
-            armature_gravity = to_armature @ (Vector(gravity) * item.gravity)
+            armature_gravity = Vector(down[0] * item.gravity)
             try:
                 simulation = tendon.SpringSimulation(
                     self.entry.rig,
@@ -329,7 +335,9 @@ class Baker:
                     damping=item.damping,
                     stiffness=item.stiffness,
                 )
-                rotations = simulation.simulate(rotations, dt, translations, scales)
+                rotations = simulation.simulate(
+                    rotations, dt, translations, scales, gravity=np.ascontiguousarray(down * item.gravity)
+                )
             except tendon.TendonError as error:
                 raise TendonUserError(f"Spring chain of bone '{item.bone}': {error}") from error
         return rotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import os
 import zipfile
 from pathlib import Path
@@ -543,3 +544,22 @@ def test_bake_says_when_a_spring_chain_swings_an_effectors_chain() -> None:
     assert bpy.ops.tendon.bake(frame_start=1, frame_end=10) == {"FINISHED"}
     expected = "spring chain 1 ('b3') swings bone 'b3', which an effector's chain solves"
     assert expected in obj.tendon.status, obj.tendon.status
+
+
+def test_a_spring_chain_hangs_towards_the_worlds_down_while_the_armature_turns_over() -> None:
+    """The armature object turns upside down over the first frames: gravity, in the
+    armature's space, turns with it each frame (before: taken once, so the chain hung
+    towards world up at the end; found by a helper review)."""
+    obj = rigs.chain(4)
+    spring = obj.tendon.springs.add()
+    spring.bone, spring.chain_length, spring.stiffness = "b3", 3, 0.5
+    obj.rotation_euler = (0.0, 0.0, 0.0)
+    obj.keyframe_insert("rotation_euler", frame=1)
+    obj.rotation_euler = (math.pi, 0.0, 0.0)
+    obj.keyframe_insert("rotation_euler", frame=24)
+    bpy.context.scene.frame_set(1)
+    assert bpy.ops.tendon.bake(frame_start=1, frame_end=72) == {"FINISHED"}
+    bpy.context.scene.frame_set(72)
+    rigs.update()
+    direction = (rigs.tail_world(obj, "b3") - rigs.head_world(obj, "b1")).normalized()
+    assert direction.z < -0.95, tuple(direction)

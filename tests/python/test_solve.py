@@ -326,6 +326,16 @@ def test_spring_simulation_hangs_a_tail_and_keeps_lengths() -> None:
     rest = np.tile(np.array([1, 0, 0, 0], np.float32), (6, 1))
     frames = sim.simulate(np.tile(rest, (48, 1, 1)), 1 / 24)
     assert frames.shape == (48, 6, 4) and np.isfinite(frames).all()
+    # Gravity given per frame (an armature turning over): the setting's own, every frame,
+    # gives the same; the other way up, the tail hangs the other way; the setting stays.
+    setting = np.array(tendon.SpringSimulation.defaults()["gravity"], np.float32)
+    same = sim.simulate(np.tile(rest, (48, 1, 1)), 1 / 24, gravity=np.tile(setting, (48, 1)))
+    np.testing.assert_array_equal(same, frames)
+    flipped = sim.simulate(np.tile(rest, (48, 1, 1)), 1 / 24, gravity=np.tile(-setting, (48, 1)))
+    assert np.abs(flipped[-1, 2:] - frames[-1, 2:]).max() > 0.05
+    np.testing.assert_array_equal(sim.simulate(np.tile(rest, (48, 1, 1)), 1 / 24), frames)
+    with pytest.raises(tendon.ShapeError, match="gravity"):
+        sim.simulate(np.tile(rest, (48, 1, 1)), 1 / 24, gravity=np.zeros((2, 3)))
     # The two bones outside the chain keep the animated (rest) rotation; the tail moved.
     np.testing.assert_array_equal(frames[:, :2], np.tile(rest[:2], (48, 1, 1)))
     assert np.abs(frames[-1, 2:] - rest[2:]).max() > 0.05

@@ -172,8 +172,11 @@ impl SpringSimulation {
 
     /// Simulates a frame range in one call: animated poses (frames, n, 4) rotations and
     /// optional (frames, n, 3) translations and scales, `dt` seconds apart. Restarts at
-    /// the first frame unless `reset` is false. Returns (frames, n, 4) rotations.
-    #[pyo3(signature = (rotations, dt, translations = None, scales = None, reset = true))]
+    /// the first frame unless `reset` is false. `gravity` (frames, 3), armature space,
+    /// replaces the setting frame by frame (an armature that turns over the range turns
+    /// the world's down with it). Returns (frames, n, 4) rotations.
+    #[pyo3(signature = (rotations, dt, translations = None, scales = None, reset = true, gravity = None))]
+    #[allow(clippy::too_many_arguments)]
     fn simulate<'py>(
         &mut self,
         py: Python<'py>,
@@ -182,6 +185,7 @@ impl SpringSimulation {
         translations: Option<&Bound<'py, PyAny>>,
         scales: Option<&Bound<'py, PyAny>>,
         reset: bool,
+        gravity: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let n = self.rig.len();
         let mut data = FrameData::default();
@@ -194,9 +198,17 @@ impl SpringSimulation {
             &mut data.translations,
         )?;
         read_frame_vectors(scales, "scales", [frames, n], 1.0, &mut data.scales)?;
+        let mut gravities = Vec::new();
+        if let Some(gravity) = gravity {
+            read_f32(gravity, "gravity", &[frames, 3], &mut gravities)?;
+            if !gravities.iter().all(|g| g.is_finite()) {
+                return Err(SolverError::new_err("gravity holds a non-finite value"));
+            }
+        }
         let mut result = vec![0.0f32; frames * n * 4];
         let (sim, rig, pose, out) = (&mut self.sim, &self.rig, &mut self.pose, &mut self.out);
-        py.detach(|| {
+        let setting = sim.params.gravity;
+        let done = py.detach(|| {
             guarded(|| {
                 let input = FrameArrays {
                     data: &data,
@@ -207,12 +219,17 @@ impl SpringSimulation {
                     if frame == 0 && reset {
                         sim.reset(rig, pose)?;
                     }
+                    if !gravities.is_empty() {
+                        sim.params.gravity = Vec3::from_slice(&gravities[3 * frame..3 * frame + 3]);
+                    }
                     sim.advance(rig, pose, if frame == 0 { 0.0 } else { dt }, out)?;
                     write_rotations(rig, out, &mut result[frame * n * 4..(frame + 1) * n * 4]);
                 }
                 Ok(())
             })
-        })?;
+        });
+        self.sim.params.gravity = setting;
+        let () = done?;
         new_array(py, &[frames, n, 4], &result)
     }
 

@@ -262,5 +262,6 @@ class SpringSimulation:
         translations: _ArrayLike | None = None,
         scales: _ArrayLike | None = None,
         reset: bool = True,
+        gravity: _ArrayLike | None = None,
     ) -> _Float32Array: ...
     def points(self, chain: int) -> _Float32Array: ...
