@@ -30,6 +30,7 @@ from .solve import (
     drop_unsolvable,
     effector_label,
     effector_target_scale,
+    non_uniform_scales,
     scale_targets,
     set_reference,
     solver_for,
@@ -64,11 +65,16 @@ class BakeOutcome:
     largest_error: float
     action: str
     warnings: list[str]
+    #: How many goals were baked (0: spring chains alone).
+    goals: int = 1
 
     def summary(self) -> str:
+        baked = f"Baked {self.frames} frame(s) of {self.bones} bone(s) into '{self.action}': {self.keys} keys "
+        if not self.goals:
+            # Spring chains alone: no target to read or reach.
+            return baked + f"in {self.seconds:.2f} s (spring chains only)"
         return (
-            f"Baked {self.frames} frame(s) of {self.bones} bone(s) into '{self.action}': {self.keys} keys "
-            f"in {self.seconds:.2f} s ({self.sampling}); targets reached on {self.frames_reached} frame(s), "
+            baked + f"in {self.seconds:.2f} s ({self.sampling}); targets reached on {self.frames_reached} frame(s), "
             f"largest error {self.largest_error:.2g}"
         )
 
@@ -346,6 +352,8 @@ class Baker:
         """Solves every frame in one call and writes the keys."""
         while self.sampled < len(self.frames):
             self.step()
+        if self.scale_plans:
+            self.found.warnings += non_uniform_scales(self.scale_plans, self.scale_goals)
         if self.per_frame_pose:
             self.restore_frame()
         if self.found.goals:
@@ -409,6 +417,7 @@ class Baker:
             largest_error=largest,
             action=action.name,
             warnings=self.found.warnings,
+            goals=len(self.found.goals),
         )
 
     def location_channels(self, rotations: np.ndarray) -> np.ndarray:

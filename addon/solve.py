@@ -549,6 +549,21 @@ def effector_target_scale(obj: bpy.types.Object, effector: Any) -> np.ndarray:
     return space.target_scale(obj, space.target_world_matrix(effector.target, effector.subtarget, label))
 
 
+def non_uniform_scales(plans: list[ScaleTarget], goals: np.ndarray) -> list[str]:
+    """Warnings for the plans whose goal scales (goals: (..., plans, 3)) differ by axis:
+    each chain bone is scaled along its own axes, which a chain turned away from the
+    target's axes cannot match in world space (the effector's scale then differs)."""
+    goals = np.asarray(goals, np.float64).reshape(-1, len(plans), 3)
+    uneven = (np.ptp(goals, axis=2) > 1e-4 * np.abs(goals).max(axis=2)).any(axis=0)
+    return [
+        f"effector {plan.effector + 1}: its target's scale differs by axis "
+        f"({', '.join(f'{v:g}' for v in goals[0, k])}): the chain's bones are scaled along their own "
+        "axes, so only a uniform scale is matched exactly"
+        for k, plan in enumerate(plans)
+        if uneven[k]
+    ]
+
+
 def apply_scales(plans: list[ScaleTarget], goals: np.ndarray, scales: np.ndarray) -> None:
     """Sets the pose scales of each plan's chain from its goal scale (goals: plans x 3)."""
     tendon = native.native()
@@ -649,6 +664,16 @@ def set_reference(solver: Any, obj: bpy.types.Object, entry: RigEntry, current: 
     reference = np.array(current, np.float32)
     keyed = action_rotations(obj, entry, action, settings.reference_frame)
     if not keyed:
+        # Keys in another rotation mode than the bone's are keys Blender does not play.
+        for fcurve in keys.action_fcurves(action, obj):
+            bone, _, channel = fcurve.data_path.removeprefix('pose.bones["').partition('"].')
+            if channel.startswith("rotation_") and bone in entry.index:
+                mode = obj.pose.bones[bone].rotation_mode
+                raise TendonUserError(
+                    f"Armature '{obj.name}': the reference action '{action.name}' keys bone '{bone}' in "
+                    f"{channel}, but the bone is in {mode} mode, whose channel Blender plays instead; "
+                    "key the bone's own rotation channel, or change its mode"
+                )
         raise TendonUserError(
             f"Armature '{obj.name}': the reference action '{action.name}' keys no rotation of this armature's bones"
         )
@@ -1036,6 +1061,7 @@ def prepare_whole(obj: bpy.types.Object, effectors: tuple[Effector | None, ...])
     if plans:
         # Scale first, as the guide advises: the positions then reach with the new lengths.
         goals = np.array([effector_target_scale(obj, obj.tendon.effectors[p.effector]) for p in plans], np.float32)
+        found.warnings += non_uniform_scales(plans, goals)
         scales = scales.copy()
         apply_scales(plans, goals, scales)
         pose.write_vectors(obj, entry, "scale", np.array(sorted({b for p in plans for b in p.bones})), scales)

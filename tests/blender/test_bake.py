@@ -377,6 +377,13 @@ def test_scale_target_scales_the_chain_before_reaching() -> None:
     product = np.prod([tuple(obj.pose.bones[b].scale) for b in ("b0", "b1", "b2")], axis=0)
     np.testing.assert_allclose(product, (1.5, 1.5, 1.5), rtol=1e-5)
     assert (rigs.tail_world(obj, "b2") - target.location).length < 1e-4
+    assert "differs by axis" not in obj.tendon.status, obj.tendon.status
+    # A scale that differs by axis cannot be matched by a turned chain: said.
+    target.scale = (1.0, 2.0, 1.0)
+    assert bpy.ops.tendon.solve() == {"FINISHED"}
+    assert "effector 1: its target's scale differs by axis (1, 2, 1)" in obj.tendon.status, obj.tendon.status
+    target.scale = (1.5, 1.5, 1.5)
+    bpy.ops.tendon.solve()
     # Limits: b1 may not grow past 1.05, the others take up the rest.
     obj.pose.bones["b1"].tendon.use_scale_limit = True
     obj.pose.bones["b1"].tendon.scale_max = (1.05, 1.05, 1.05)

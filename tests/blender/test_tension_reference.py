@@ -124,3 +124,16 @@ def test_stored_pose_refusals_name_what_is_missing(metarig: real_rigs.RealRig) -
     outcome = real_rigs.solve()
     assert not outcome.finished and "'Empty' keys no rotation" in outcome.message, outcome.message
     assert np.array_equal(real_rigs.basis_matrices(obj), before)
+    # Keys in another rotation mode than the bone's: Blender plays none of them; named.
+    bone = obj.pose.bones["upper_arm.L"]
+    mode = bone.rotation_mode
+    bone.rotation_mode = "XYZ"
+    bone.keyframe_insert("rotation_euler", frame=1)
+    euler = obj.animation_data.action
+    bone.rotation_mode = mode
+    obj.animation_data.action = None
+    obj.tendon.reference_action = euler
+    outcome = real_rigs.solve()
+    assert not outcome.finished, outcome.message
+    assert f"keys bone 'upper_arm.L' in rotation_euler, but the bone is in {mode} mode" in outcome.message
+    assert np.array_equal(real_rigs.basis_matrices(obj), before)
