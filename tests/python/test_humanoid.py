@@ -609,6 +609,17 @@ def test_four_legged_rigs_with_human_names_are_refused() -> None:
     assert moved != parents and hips >= 0
     with pytest.raises(humanoid.HumanoidError, match="thigh.L 'LeftUpperLeg' does not hang from the hips 'Hips'"):
         humanoid.recognize(names, moved, heads, tails)
+    # A rig named like Rigify's metarig (whose `spine` is the hips) with a `hips` bone of
+    # its own above: the names hang the thighs from no hips, the tree finds the right ones.
+    rig = tendon.Rig.from_json((Path(__file__).resolve().parents[1] / "fixtures" / "humanoid.json").read_text())
+    bones = json.loads(rig.to_json())["bones"]
+    bone_names = [b["name"] for b in bones]
+    bone_parents = [bone_names.index(b["parent"]) if b["parent"] else -1 for b in bones]
+    world = rig.forward_kinematics(rig.rest_rotations())
+    bone_heads = world[:, :3, 3]
+    bone_tails = bone_heads + world[:, :3, 1] * np.array([b["length"] for b in bones])[:, None]
+    found = humanoid.recognize(bone_names, bone_parents, bone_heads, bone_tails)
+    assert (found.roles["hips"], found.roles["thigh.L"], found.convention) == ("hips", "thigh.L", "topology")
     # Given by hand, the mapping stands.
     given = {"thigh.L": "LeftUpperLeg", "hips": "Hips"}
     assert humanoid.recognize(names, moved, heads, tails, overrides=given).roles["thigh.L"] == "LeftUpperLeg"

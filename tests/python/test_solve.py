@@ -349,6 +349,12 @@ def test_spring_simulation_hangs_a_tail_and_keeps_lengths() -> None:
         np.testing.assert_array_equal(again.advance(0.0 if f == 0 else 1 / 24, rest), frames[f])
     with pytest.raises(tendon.SolverError, match=r"spring setting 'stiffness' is \[NaN\]: it must be finite"):
         tendon.SpringSimulation(rig, [("b5", 4)], stiffness=float("nan"))
+    # The settings as defaults() gives them (gravity a list), or gravity as an array.
+    defaults = tendon.SpringSimulation.defaults()
+    tendon.SpringSimulation(rig, [("b5", 4)], **defaults)
+    tendon.SpringSimulation(rig, [("b5", 4)], gravity=np.array([0.0, 0.0, -9.81]))
+    with pytest.raises(tendon.SolverError, match="'gravity' must be three numbers, not 2"):
+        tendon.SpringSimulation(rig, [("b5", 4)], gravity=[0.0, 1.0])
     with pytest.raises(tendon.SolverError, match="unknown spring setting 'springiness'"):
         tendon.SpringSimulation(rig, [("b5", 4)], springiness=1.0)
     with pytest.raises(tendon.BoneIndexError, match="no bone 'nope'"):
@@ -518,3 +524,32 @@ def test_pose_plan_solves_from_blender_arrays_and_writes_channels() -> None:
         tendon.PosePlan(rig, [goal], [1, 2, 3], pose_rows, [[]], [True], {0: "QUATERNION"})
     with pytest.raises(tendon.ShapeError, match="'SIDEWAYS' is not a rotation mode"):
         tendon.PosePlan(rig, [goal], [1, 2, 3], pose_rows, [[3, 2, 1]], [True], {0: "SIDEWAYS"})
+
+
+def test_a_rotation_target_is_pursued_when_the_position_is_already_met() -> None:
+    """The tip is already at the target; only its rotation is asked to change (30 degrees
+    about the bone): every solver that takes rotation targets turns it (a solve that stopped
+    at once for the position alone left the rotation, and warm bakes drifted frame by frame)."""
+    rig = bent_chain(3)
+    rest = np.tile(np.array([1, 0, 0, 0], np.float32), (3, 1))
+    here = tail(rig, rest, 2, 0.8)
+    fk = rig.forward_kinematics(rest)
+    current = tendon.matrices_to_transforms(fk[2:3].astype(np.float32))[0][0]
+    twist = np.array([np.cos(np.pi / 12), 0.0, np.sin(np.pi / 12), 0.0], np.float32)
+    w1, x1, y1, z1 = current
+    w2, x2, y2, z2 = twist
+    turned = np.array(
+        [
+            w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
+            w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+            w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
+            w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2,
+        ],
+        np.float32,
+    )
+    goal = tendon.Goal(2, here, rotation=turned)
+    for name in ("ccd", "jacobian_transpose", "jacobian_dls", "tension", "fabrik"):
+        result = tendon.Solver(name).solve(rig, [goal], rest)
+        # (The transpose converges linearly: turned, if not to the tolerance.)
+        assert result.reached or name == "jacobian_transpose", (name, result)
+        assert result.rotation_residual < 1e-3 and result.residual < 1e-3, (name, result)

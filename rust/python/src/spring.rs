@@ -90,9 +90,19 @@ impl SpringSimulation {
                     }
                 };
                 let value = if key == "gravity" {
-                    let g: (f32, f32, f32) = value.extract()?;
-                    finite(&[g.0, g.1, g.2])?;
-                    serde_json::json!([g.0, g.1, g.2])
+                    // Any sequence of three numbers: a tuple, a list (as `defaults()` gives it),
+                    // an array.
+                    let g: Vec<f32> = value.extract().map_err(|_| {
+                        SolverError::new_err("spring setting 'gravity' must be three numbers")
+                    })?;
+                    if g.len() != 3 {
+                        return Err(SolverError::new_err(format!(
+                            "spring setting 'gravity' must be three numbers, not {}",
+                            g.len()
+                        )));
+                    }
+                    finite(&g)?;
+                    serde_json::json!([g[0], g[1], g[2]])
                 } else if key == "iterations" {
                     serde_json::json!(value.extract::<u32>()?)
                 } else {

@@ -724,6 +724,14 @@ def recognize(
                 used.add(bone)
         if not convention or sum(h == "topology" for h in how.values()) > len(how) / 2:
             convention = "topology"
+    if all(role in roles for role in ESSENTIAL) and _misplaced_limbs(roles, how, names, parents):
+        # Names that put the limbs on the wrong trunk bone (a rig named like Rigify's metarig,
+        # whose `spine` is the hips, with a `hips` bone of its own above it): the bones' tree
+        # decides, when it finds a humanoid whose limbs hang where they should.
+        found = _by_topology(_Tree(parents, head_array, tail_array), names)
+        by_tree = {role: "topology" for role in found}
+        if all(role in found for role in ESSENTIAL) and not _misplaced_limbs(found, by_tree, names, parents):
+            roles, how, convention = dict(found), by_tree, "topology"
     for role, bone in (overrides or {}).items():
         if not bone:
             roles.pop(role, None)

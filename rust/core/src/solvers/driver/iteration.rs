@@ -64,20 +64,23 @@ impl Workspace {
             // (`goal_reached` repeats this test for one goal.)
             // A target beyond reach counts in no score (see `PreparedGoal::beyond_reach`).
             let scored = if prepared.beyond_reach { 0.0 } else { error };
-            eval.settled &= scored <= prepared.tolerance;
+            let mut settled = scored <= prepared.tolerance;
             let relative = (scored / prepared.length_scale) as f64;
             let mut score = goal.weight as f64 * relative * relative;
             if let Some(rotation) = goal.rotation.filter(|_| goal.rotation_weight > 0.0) {
                 let angle = angle_between(self.world_rot[goal.bone], rotation);
                 eval.rotation_residual = eval.rotation_residual.max(angle);
                 if goal.rotation_weight >= 1.0 {
+                    // A rotation target is settled only when met, beyond reach or not.
                     reached &= angle <= params.rotation_tolerance;
+                    settled &= angle <= params.rotation_tolerance;
                 }
                 if self.mode == GoalMode::Full {
                     score += (goal.weight * goal.rotation_weight) as f64 * (angle as f64).powi(2);
                 }
             }
             eval.reached &= reached;
+            eval.settled &= settled;
             eval.score += score;
             if self.head(prepared.base).distance(goal.target) < prepared.base_reach {
                 eval.within_reach_score += score;
