@@ -230,6 +230,16 @@ def test_errors(humanoid: tendon.Rig) -> None:
         tendon.Goal("head", (0, 0, 0), pole=(0, 1, 0), pole_angle=np.inf)
     with pytest.raises(tendon.SolverError, match="fabrik setting 'tolerance' is NaN: it must be a finite number"):
         tendon.Solver("fabrik", tolerance=np.nan)
+    # Settings a solve would refuse are refused as the solver is made, as a SolverError.
+    for name, setting, value in [
+        ("fabrik", "tolerance", -1.0),
+        ("jacobian_dls", "damping", -1.0),
+        ("jacobian_dls", "world_turn_weight", 2.0),
+        ("jacobian_dls", "max_step_angle", 0.0),
+        ("tension", "comfort", -1.0),
+    ]:
+        with pytest.raises(tendon.SolverError, match=f"{name} settings: invalid"):
+            tendon.Solver(name, **{setting: value})
     with pytest.raises(tendon.ShapeError, match=r"target has shape \(2\), expected \(3\)"):
         tendon.Goal("head", (0, 0))
     with pytest.raises(tendon.ShapeError, match=r"rotations has shape \(3, 4\), expected \(50, 4\)"):

@@ -152,6 +152,9 @@ impl Solver {
     #[pyo3(signature = (name = "fabrik", **params))]
     fn new(name: &str, params: Option<&Bound<'_, PyDict>>) -> PyResult<Solver> {
         let config = parse_settings(name, params)?;
+        config
+            .validate()
+            .map_err(|e| SolverError::new_err(format!("{name} settings: {e}")))?;
         Ok(Solver {
             config,
             solver: config.build(),

@@ -264,6 +264,35 @@ impl SolverConfig {
         }
     }
 
+    /// Checks the settings a solve would refuse (tolerances and step clamp positive, damping
+    /// and weights in range), so a bad one is named when the solver is made rather than at
+    /// its first solve.
+    pub fn validate(&self) -> Result<()> {
+        let mut config = *self;
+        config.iteration_mut().validate()?;
+        let in_range = |what: &str, value: f32, low: f32, high: f32| {
+            if value.is_finite() && (low..=high).contains(&value) {
+                Ok(())
+            } else {
+                Err(TendonError::InvalidValue {
+                    what: what.into(),
+                    reason: format!("{value} must be a number from {low} to {high}"),
+                })
+            }
+        };
+        match self {
+            SolverConfig::JacobianDls(p) => {
+                in_range("damping", p.damping, 0.0, f32::MAX)?;
+                in_range("world_turn_weight", p.world_turn_weight, 0.0, 1.0)
+            }
+            SolverConfig::Tension(p) => {
+                in_range("reach_weight", p.reach_weight, 0.0, f32::MAX)?;
+                in_range("comfort", p.comfort, 0.0, f32::MAX)
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// The same solver with another tolerance.
     pub fn with_tolerance(mut self, tolerance: f32) -> Self {
         self.iteration_mut().tolerance = tolerance;
