@@ -430,10 +430,9 @@ def test_target_curves_are_sampled_as_blender_evaluates_them() -> None:
         assert np.abs(native[:, axis] - blender).max() < 1e-4, axis
 
 
-def test_move_root_lowers_the_hips_so_the_feet_reach_and_bakes_their_location() -> None:
-    obj = rigs.humanoid()
-    rigs.update()
-    lower = Vector((0.0, 0.0, -0.12))
+def lowered_limb_targets(obj: bpy.types.Object, lower: Vector) -> list[tuple[str, bpy.types.Object]]:
+    """Effectors on the humanoid's hands and shins whose targets are their tails moved by
+    `lower` (out of reach with the hips pinned); the armature made active."""
     targets = []
     for bone, chain_length in (("hand.L", 3), ("hand.R", 3), ("shin.L", 2), ("shin.R", 2)):
         target = rigs.empty(f"{bone}.target", rigs.tail_world(obj, bone) + lower)
@@ -441,6 +440,14 @@ def test_move_root_lowers_the_hips_so_the_feet_reach_and_bakes_their_location() 
         effector.bone, effector.target, effector.chain_length = bone, target, chain_length
         targets.append((bone, target))
     rigs.activate(obj)
+    return targets
+
+
+def test_move_root_lowers_the_hips_so_the_feet_reach_and_bakes_their_location() -> None:
+    obj = rigs.humanoid()
+    rigs.update()
+    lower = Vector((0.0, 0.0, -0.12))
+    targets = lowered_limb_targets(obj, lower)
     obj.tendon.solver = "JACOBIAN_DLS"
     bpy.ops.tendon.solve()
     assert "not reached" in obj.tendon.status, "the straight legs cannot reach with the hips pinned"
@@ -503,13 +510,7 @@ def test_move_root_writes_a_root_with_local_location_off_where_the_solve_put_it(
     obj.pose.bones["hips"].location = (0.02, -0.03, 0.01)
     rigs.update()
     lower = Vector((0.05, 0.0, -0.12))
-    targets = []
-    for bone, chain_length in (("hand.L", 3), ("hand.R", 3), ("shin.L", 2), ("shin.R", 2)):
-        target = rigs.empty(f"{bone}.target", rigs.tail_world(obj, bone) + lower)
-        effector = obj.tendon.effectors.add()
-        effector.bone, effector.target, effector.chain_length = bone, target, chain_length
-        targets.append((bone, target))
-    rigs.activate(obj)
+    targets = lowered_limb_targets(obj, lower)
     obj.tendon.solver, obj.tendon.move_root = "JACOBIAN_DLS", True
     assert bpy.ops.tendon.solve() == {"FINISHED"}
     assert "not reached" not in obj.tendon.status, obj.tendon.status
