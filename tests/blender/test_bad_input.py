@@ -333,28 +333,43 @@ def test_target_bone_of_another_armature_renamed_or_deleted(how: str) -> None:
     assert_finite(obj)
 
 
+def two_metarigs() -> tuple[bpy.types.Object, bpy.types.Object, bpy.types.Object]:
+    """Two human metarigs side by side in Object Mode, and an Empty the second's right
+    hand reaches (chain 3)."""
+    first = real_rigs.metarig("human").obj
+    set_mode(first, "OBJECT")
+    second = real_rigs.metarig("human").obj
+    second.location.x = 1.2
+    set_mode(second, "OBJECT")
+    rigs.update()
+    shoulder, tip = rigs.head_world(second, "upper_arm.R"), rigs.tail_world(second, "hand.R")
+    return first, second, rigs.empty("E", shoulder + 0.8 * (tip - shoulder) + Vector((0.0, -0.1, 0.0)))
+
+
+def live_step(measure_first: bool = False) -> None:
+    """One update and live mode's measuring timer (which headless Blender never runs), the
+    timer first with `measure_first` (the pending solve measured before the next update)."""
+    live = importlib.import_module(f"{MODULE}.live")
+    if not measure_first:
+        rigs.update()
+    if bpy.app.timers.is_registered(live.measure_pending):
+        live.measure_pending()
+    if measure_first:
+        rigs.update()
+
+
 def test_live_mode_solves_the_others_when_a_target_bone_is_renamed_and_the_frame_changes() -> None:
     """A bone of another armature renamed, then a frame change in live mode (which tells
     the rig cache nothing): that effector is skipped and the others are still solved
     (before, every effector stopped being solved, the status naming only the missing bone)."""
-    obj = real_rigs.metarig("human").obj
-    set_mode(obj, "OBJECT")
-    other = real_rigs.metarig("human").obj
-    other.location.x = 1.2
-    set_mode(other, "OBJECT")
-    rigs.update()
+    other, obj, target = two_metarigs()
     first = obj.tendon.effectors.add()
     first.bone, first.target, first.subtarget, first.chain_length = "hand.L", other, "hand.R", 3
-    shoulder, tip = rigs.head_world(obj, "upper_arm.R"), rigs.tail_world(obj, "hand.R")
-    target = rigs.empty("E", shoulder + 0.8 * (tip - shoulder) + Vector((0.0, -0.1, 0.0)))
     second = obj.tendon.effectors.add()
     second.bone, second.target, second.chain_length = "hand.R", target, 3
-    live = importlib.import_module(f"{MODULE}.live")
 
     def step() -> float:
-        rigs.update()
-        if bpy.app.timers.is_registered(live.measure_pending):
-            live.measure_pending()
+        live_step()
         return (rigs.tail_world(obj, "hand.R") - target.location).length
 
     obj.tendon.live = True
@@ -373,24 +388,14 @@ def test_live_mode_never_claims_a_reach_when_its_target_bone_moved_with_another_
     """Armature A follows a bone of armature B, itself live towards an Empty. B's solve moves
     that bone after A was solved: A's status must not say "reached in Blender's pose" while
     its hand is 9 cm off, and A follows at the next update (found by a helper review)."""
-    first = real_rigs.metarig("human").obj
-    set_mode(first, "OBJECT")
-    second = real_rigs.metarig("human").obj
-    second.location.x = 1.2
-    set_mode(second, "OBJECT")
-    rigs.update()
-    shoulder, tip = rigs.head_world(second, "upper_arm.R"), rigs.tail_world(second, "hand.R")
-    target = rigs.empty("E", shoulder + 0.8 * (tip - shoulder) + Vector((0.0, -0.1, 0.0)))
+    first, second, target = two_metarigs()
     leader = second.tendon.effectors.add()
     leader.bone, leader.target, leader.chain_length = "hand.R", target, 3
     follower = first.tendon.effectors.add()
     follower.bone, follower.target, follower.subtarget, follower.chain_length = "hand.L", second, "hand.R", 3
-    live = importlib.import_module(f"{MODULE}.live")
 
     def gap() -> float:
-        if bpy.app.timers.is_registered(live.measure_pending):
-            live.measure_pending()
-        rigs.update()
+        live_step(measure_first=True)
         return (rigs.tail_world(first, "hand.L") - rigs.head_world(second, "hand.R")).length
 
     first.tendon.live = second.tendon.live = True
