@@ -118,6 +118,46 @@ fn two_bone_is_exact_in_one_step() {
 }
 
 #[test]
+fn two_bone_reaches_goals_whose_chains_carry_one_another() {
+    // A head held by a rotation target moves the neck and chest, which carry the arm: one
+    // pass in goal order left the hand 0.30 off its target.
+    let rig = tendon_core::fixtures::humanoid();
+    let bone = |name| rig.index_of(name).unwrap();
+    // Targets from a pose: the chest and neck bent, the arm raised and bent.
+    let mut posed = Pose::rest(rig.len());
+    for (name, turn) in [
+        ("chest", Quat::from_rotation_x(0.3)),
+        ("neck", Quat::from_rotation_z(0.25)),
+        ("upper_arm.L", Quat::from_rotation_z(0.8)),
+        ("forearm.L", Quat::from_rotation_x(-0.9)),
+    ] {
+        posed.rotations[bone(name)] *= turn;
+    }
+    let arm = Goal {
+        chain_length: 3,
+        ..Goal::new(bone("forearm.L"), tail(&rig, &posed, bone("forearm.L")))
+    };
+    let head_frame = rig.world_matrices(&posed)[bone("head")];
+    let head = Goal {
+        rotation: Some(Quat::from_mat3a(&head_frame.matrix3).normalize()),
+        rotation_weight: 1.0,
+        ..Goal::new(bone("head"), tail(&rig, &posed, bone("head")))
+    };
+    let height = 1.8;
+    for goals in [[arm, head], [head, arm]] {
+        let (pose, report) = TwoBone::default()
+            .solve(&rig, &Pose::rest(rig.len()), &goals)
+            .unwrap();
+        assert!(report.reached, "{report:?}");
+        let hand = tail(&rig, &pose, arm.bone).distance(arm.target);
+        assert!(hand <= 1e-4 * height, "the hand is {hand} off");
+        let world = rig.world_matrices(&pose);
+        let (_, top) = rig.head_tail(&world[head.bone], head.bone);
+        assert!(top.distance(head.target) <= 1e-4 * height);
+    }
+}
+
+#[test]
 fn two_bone_folds_when_too_close_and_keeps_the_knee_side() {
     // Thigh 1.0, shin 0.4: targets nearer the hip than 0.6 cannot be reached; the thigh
     // points at the target and the shin folds back, the foot 0.6 from the hip.

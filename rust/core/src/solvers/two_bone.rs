@@ -19,14 +19,16 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TwoBoneParams {
-    /// Only the tolerances are used (for `reached`); the solve is one step.
+    /// Tolerances for `reached`; the iteration cap bounds the passes that goals whose
+    /// chains carry one another take (independent limbs are exact in one).
     #[serde(flatten)]
     pub iteration: IterationParams,
 }
 
 /// The two-bone solver. Each goal moves the two joints nearest its effector (one if the
 /// rig has no grandparent there), whatever its chain length; goals are solved in
-/// depth-first order.
+/// depth-first order of their chains' top joints, in passes repeated while goals whose
+/// chains carry one another still improve.
 #[derive(Debug, Clone, Default)]
 pub struct TwoBone {
     /// Settings.
@@ -34,6 +36,8 @@ pub struct TwoBone {
     ws: Workspace,
     /// The goals with their chains cut to the two joints this solver moves.
     limb_goals: Vec<Goal>,
+    /// Goal indices in the order they are solved.
+    order: Vec<usize>,
 }
 
 impl TwoBone {
@@ -234,9 +238,21 @@ impl Solver for TwoBone {
         }));
         self.ws
             .prepare(rig, start, &self.limb_goals, GoalMode::Positional, &params)?;
-        for g in 0..self.ws.goals.len() {
-            solve_goal(&mut self.ws, rig, g);
-        }
-        Ok(self.ws.finish_one_shot(rig, &params, out))
+        // Chains higher in the tree first: solving a head's chain that turns the chest
+        // after the arm would carry the reached hand away.
+        let ws = &self.ws;
+        self.order.clear();
+        self.order.extend(0..ws.goals.len());
+        self.order
+            .sort_by_key(|&g| ws.joints(g).iter().min().copied());
+        let order = &self.order;
+        // One pass is exact for independent limbs; chains that share or carry one another
+        // take a few passes, ended by the driver's stall rule like any iterative solve.
+        let report = self.ws.iterate(rig, &params, |ws, rig| {
+            for &g in order {
+                solve_goal(ws, rig, g);
+            }
+        });
+        Ok(self.ws.finish(rig, &params, report.iterations, out))
     }
 }

@@ -433,17 +433,6 @@ impl Workspace {
         self.report(eval, iterations)
     }
 
-    /// Runs the orientation and pole passes once and reports (for one-shot solvers).
-    pub fn finish_one_shot(
-        &mut self,
-        rig: &Rig,
-        params: &IterationParams,
-        out: &mut Pose,
-    ) -> SolveReport {
-        self.after_step(rig);
-        self.finish(rig, params, 1, out)
-    }
-
     /// Reports on the current pose after `iterations`.
     pub fn report_now(&self, params: &IterationParams, iterations: u32) -> SolveReport {
         self.report(self.evaluate(params), iterations)
