@@ -1,12 +1,19 @@
 //! The iteration loop and what it measures and reports.
 
 use super::*;
+use glam::Mat3;
 
 /// An iteration that lowers the score by less than this fraction made no progress.
 const STALL_RATIO: f64 = 1e-4;
 
 /// Iterations without progress tolerated before giving up.
 const STALL_PATIENCE: u32 = 2;
+
+/// With `move_root`, a goal beyond reach brings the root this fraction of its reach near.
+const ROOT_REACH_MARGIN: f32 = 0.98;
+
+/// Gauss-Newton steps (and halvings of each) in finding that root translation.
+const ROOT_SHIFT_STEPS: u32 = 8;
 
 /// How often a solve may bend a colinear joint to escape the straight-chain dead end.
 const MAX_BUMPS: u32 = 4;
@@ -18,21 +25,32 @@ const BUMP_ANGLE: f32 = 0.05;
 const COLINEAR_ANGLE: f32 = 1e-3;
 
 impl Workspace {
-    /// Moves the root by half the goals' weighted mean remaining error (goals below it).
+    /// Moves the root (`move_root`). While some goals lie beyond their chains' reach from
+    /// where the root is, by the least translation that brings them just within reach
+    /// ([`Self::reach_shift`]); otherwise by half the goals' weighted mean remaining error.
+    /// The mean alone stalled when two hands were pulled below reach: their errors, left
+    /// pointing inwards once each arm had stretched towards its target, cancelled out, and
+    /// the hips came down 1.6 mm where 12 cm were needed (8 mm short).
     pub fn shift_root(&mut self, rig: &Rig) {
         let root = self.root_of_goals(rig);
-        let (mut sum, mut weights) = (Vec3::ZERO, 0.0f32);
+        let (mut sum, mut weights, mut beyond) = (Vec3::ZERO, 0.0f32, false);
         for g in 0..self.goals.len() {
             let goal = &self.goals[g];
-            if rig.subtree(root).contains(&goal.goal.bone) {
-                sum += (goal.goal.target - self.effector(g)) * goal.goal.weight;
-                weights += goal.goal.weight;
+            if !rig.subtree(root).contains(&goal.goal.bone) {
+                continue;
             }
+            sum += (goal.goal.target - self.effector(g)) * goal.goal.weight;
+            weights += goal.goal.weight;
+            beyond |= self.head(goal.base).distance(goal.goal.target) > goal.base_reach;
         }
         if weights <= 0.0 || !sum.is_finite() {
             return;
         }
-        let delta = 0.5 * sum / weights;
+        let delta = if beyond {
+            self.reach_shift(rig, root)
+        } else {
+            0.5 * sum / weights
+        };
         // The pose translation applies in the root's rest frame.
         let rest = rig.rest(root);
         let local = rest.rotation.conjugate() * delta / rest.scale;
@@ -43,6 +61,73 @@ impl Workspace {
             self.first_active = self.first_active.min(root);
             self.forward_kinematics(rig);
         }
+    }
+
+    /// The root translation that brings every goal below `root` within a margin of its
+    /// reach, or as near as one translation can: the least squares of the goals' excess
+    /// distances (Gauss-Newton, damped, each step halved until it lowers them). The chains'
+    /// bases move rigidly with the root, so no forward kinematics is needed. The margin
+    /// leaves the chains a little bend: held exactly straight, the Jacobian solvers' steps
+    /// vanish.
+    fn reach_shift(&self, rig: &Rig, root: usize) -> Vec3 {
+        let below = |g: &&PreparedGoal| rig.subtree(root).contains(&g.goal.bone);
+        let excess_at = |shift: Vec3| -> f32 {
+            self.goals
+                .iter()
+                .filter(below)
+                .map(|g| {
+                    let distance = (g.goal.target - self.head(g.base) - shift).length();
+                    g.goal.weight
+                        * (distance - ROOT_REACH_MARGIN * g.base_reach)
+                            .max(0.0)
+                            .powi(2)
+                })
+                .sum()
+        };
+        let mut shift = Vec3::ZERO;
+        let mut cost = excess_at(shift);
+        for _ in 0..ROOT_SHIFT_STEPS {
+            // Normal equations of the rows direction . step = excess.
+            let (mut normal, mut rhs, mut weights) = (Mat3::ZERO, Vec3::ZERO, 0.0f32);
+            for g in self.goals.iter().filter(below) {
+                let from_base = g.goal.target - self.head(g.base) - shift;
+                let distance = from_base.length();
+                let excess = distance - ROOT_REACH_MARGIN * g.base_reach;
+                if excess <= 0.0 || distance <= 0.0 {
+                    continue;
+                }
+                let direction = from_base / distance;
+                let weight = g.goal.weight;
+                normal += Mat3::from_cols(
+                    direction * direction.x,
+                    direction * direction.y,
+                    direction * direction.z,
+                ) * weight;
+                rhs += direction * (excess * weight);
+                weights += weight;
+            }
+            if weights <= 0.0 {
+                break;
+            }
+            // The damping keeps the directions no row constrains still.
+            let mut step =
+                (normal + Mat3::from_diagonal(Vec3::splat(1e-3 * weights))).inverse() * rhs;
+            let mut next = excess_at(shift + step);
+            let mut halvings = 0;
+            // (Written so that NaN counts as no improvement.)
+            let lower = |next: f32| next < cost;
+            while !lower(next) && halvings < ROOT_SHIFT_STEPS {
+                step *= 0.5;
+                next = excess_at(shift + step);
+                halvings += 1;
+            }
+            if !lower(next) || !step.is_finite() {
+                break;
+            }
+            shift += step;
+            cost = next;
+        }
+        shift
     }
 
     /// Residuals of the current pose against the goals as given.
