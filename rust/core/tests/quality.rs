@@ -229,6 +229,57 @@ fn tension_relaxes_towards_its_reference_pose() {
     assert!(stored < 1.0, "stored true pose: {stored:.2} deg");
 }
 
+/// A start outside the limits (an imported or captured pose past a human range) is
+/// measured from its nearest rotation within them: solving from it ends as near the true
+/// pose as solving from that rotation itself. Measured from outside, the turn back inside
+/// was paid about other axes and joints wandered off.
+#[test]
+fn tension_measures_a_start_outside_the_limits_from_within_them() {
+    let rig = humanoid_limited();
+    let bones = chain_bones(&rig);
+    let mut rng = SplitMix64::new(78);
+    let (mut from_outside, mut from_inside) = (0.0f32, 0.0f32);
+    for _ in 0..TRIALS {
+        // Every chain joint turned 0.3 about its Z, past its limits where they stop it, and
+        // its nearest rotation within them.
+        let mut outside = true_pose(&rig, &mut rng);
+        let mut inside = outside.clone();
+        let mut pushed = 0;
+        for &bone in &bones {
+            outside.rotations[bone] *= Quat::from_rotation_z(0.3);
+            inside.rotations[bone] = rig.limits(bone).clamp_rotation(outside.rotations[bone]);
+            pushed += !inside.rotations[bone].abs_diff_eq(outside.rotations[bone], 1e-4) as usize;
+        }
+        assert!(
+            pushed >= bones.len() / 2,
+            "{pushed} of {} outside",
+            bones.len()
+        );
+        let mut truth = inside.clone();
+        let step = random_pose_within_limits(&rig, &bones, &mut rng, 0.1);
+        for &bone in &bones {
+            let moved = truth.rotations[bone] * step.rotations[bone];
+            truth.rotations[bone] = rig.limits(bone).clamp_rotation(moved);
+        }
+        let goals = goals_for(&rig, &truth);
+        let error = |start: &Pose| {
+            let (solved, report) = tension_with(TensionReference::Start)
+                .solve(&rig, start, &goals)
+                .unwrap();
+            assert!(report.reached, "{report:?}");
+            mean_joint_angle(&rig, &solved, &truth)
+        };
+        from_outside += error(&outside);
+        from_inside += error(&inside);
+    }
+    let (outside, inside) = (from_outside / TRIALS as f32, from_inside / TRIALS as f32);
+    eprintln!("mean joint-angle error to the true pose: start outside the limits {outside:.2} deg, inside {inside:.2} deg");
+    assert!(
+        outside < inside + 0.2,
+        "outside {outside:.2} deg vs inside {inside:.2} deg"
+    );
+}
+
 #[test]
 fn tension_reference_pose_errors_name_the_reference() {
     let rig = humanoid_limited();

@@ -404,17 +404,21 @@ impl JointLimits {
         frame * self.neutral * rotation * frame.conjugate()
     }
 
-    /// How far `turn`, a rotation in the bone's axes between two poses of the joint (not
-    /// from rest), turns about each limit axis as they stand at the neutral: the components
-    /// of its rotation vector (the shorter way round), `[x, y, z]` radians. Zero for no turn,
-    /// whatever the neutral; for small turns the Euler angles of the turn, at the cost of one
-    /// arc tangent (the tension minimiser measures every joint's turn at every evaluation).
+    /// How far `turn`, the rotation from one pose of the joint to another as seen from the
+    /// first (`first⁻¹ · second`, in the bone's own axes as it stands there), turns about
+    /// each limit axis: the components of its rotation vector (the shorter way round) about
+    /// the bone's axes turned by `roll`, `[x, y, z]` radians. Zero for no turn; for small
+    /// turns from the neutral the Euler angles of the turn, at the cost of one arc tangent
+    /// (the tension minimiser measures every joint's turn at every evaluation). The
+    /// neutral does not enter: such a turn already stands in the posed bone's axes. (It was
+    /// once turned through the neutral as well, which on a shoulder whose neutral hangs the
+    /// arm down from a T-pose swapped twist and flexion, each priced as the other.)
     pub fn turn_angles(&self, turn: Quat) -> [f32; 3] {
-        let local = if self.plain() {
+        let local = if self.roll == 0.0 {
             turn
         } else {
-            let axes = self.frame() * self.neutral;
-            axes.conjugate() * turn * axes
+            let frame = self.frame();
+            frame.conjugate() * turn * frame
         };
         let local = if local.w < 0.0 { -local } else { local };
         let v = Vec3::new(local.x, local.y, local.z);
@@ -711,6 +715,14 @@ mod tests {
         assert!(angle_between(k.clamp_rotation(Quat::IDENTITY), at_neutral) < 1e-4);
         // Turns between poses do not see the neutral.
         assert!(k.turn_angles(Quat::IDENTITY).iter().all(|a| a.abs() < 1e-6));
+        // A twist from the neutral, measured from there, is a twist (the neutral, half a
+        // turn about Z, would have made it a twist the other way round).
+        let twisted = k.rotation_of([0.0, 0.2, 0.0]);
+        let turn = k.turn_angles(at_neutral.conjugate() * twisted);
+        assert!(
+            turn[0].abs() < 1e-5 && (turn[1] - 0.2).abs() < 1e-5 && turn[2].abs() < 1e-5,
+            "{turn:?}"
+        );
         // Rate axes stay the derivatives of rotation_of.
         let free = JointLimits {
             roll,

@@ -346,8 +346,16 @@ impl Solver for TensionMinimizer {
         self.reference_inverse.clear();
         self.reference_inverse
             .extend(self.joints.iter().map(|&(bone, angles)| {
-                let q = reference.map_or(Quat::IDENTITY, |pose| pose.rotations[bone].normalize());
                 let limits = rig.limits(bone);
+                // A reference outside the joint's limits (an imported or captured pose) is
+                // measured from its nearest rotation within them: the turn that merely brings
+                // it inside costs nothing. Measured from outside, that turn was paid about
+                // other axes: a forearm starting 7 degrees past its side-bend range of 5,
+                // where side bend is stiff, twisted 60 degrees to make the turn look cheap
+                // (TENSION with Human Limits on a Daz-named clip: forearms 52 degrees off).
+                let q = reference.map_or(Quat::IDENTITY, |pose| {
+                    limits.clamp_rotation(pose.rotations[bone].normalize())
+                });
                 // Rest as the reference is `None` (measured as in `JointLimits::tension_of`)
                 // unless the angles measure from a neutral elsewhere.
                 let at_rest =
