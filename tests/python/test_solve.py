@@ -534,6 +534,45 @@ def test_pose_plan_solves_from_blender_arrays_and_writes_channels() -> None:
         tendon.PosePlan(rig, [goal], [1, 2, 3], pose_rows, [[]], [True], {0: "QUATERNION"})
     with pytest.raises(tendon.ShapeError, match="'SIDEWAYS' is not a rotation mode"):
         tendon.PosePlan(rig, [goal], [1, 2, 3], pose_rows, [[3, 2, 1]], [True], {0: "SIDEWAYS"})
+    # Channel arrays are written in place: one that cannot be is refused before any work,
+    # by name (before: a bare BufferError after the solve); so are meaningless tolerances.
+    for unwritable in (
+        quaternions.astype(np.float64),
+        quaternions.tolist(),
+        np.frombuffer(quaternions.tobytes(), np.float32).reshape(4, 4),
+    ):
+        with pytest.raises(tendon.ShapeError, match="quaternions must be a writable C-contiguous float32 array"):
+            plan.solve(solver, evaluated, target[None], quaternions=unwritable, **arrays, **settings)
+    with pytest.raises(tendon.SolverError, match="relative must be a finite number above 0, not -1"):
+        plan.solve(solver, evaluated, target[None], quaternions=quaternions, **arrays, **{**settings, "relative": -1.0})
+    with pytest.raises(tendon.NonFiniteError, match="mismatch must be a finite number of 0 or more, not NaN"):
+        plan.solve(
+            solver, evaluated, target[None], quaternions=quaternions, **arrays, **{**settings, "mismatch": float("nan")}
+        )
+
+
+def test_negative_counts_are_refused_by_name() -> None:
+    """A negative chain length, chain or count is a TendonError naming the argument (pyo3's
+    own conversion raised a bare OverflowError)."""
+    rig = bent_chain(4)
+    with pytest.raises(tendon.TendonError, match="chain_length must be 0 or more, not -1"):
+        tendon.Goal(3, (0.0, 1.0, 0.0), chain_length=-1)
+    with pytest.raises(tendon.TendonError, match="count must be 0 or more, not -2"):
+        tendon.distribute_scale((1.0, 1.0, 1.0), -2)
+    with pytest.raises(tendon.TendonError, match="chain length must be 0 or more, not -1"):
+        tendon.SpringSimulation(rig, [(3, -1)])
+    springs = tendon.SpringSimulation(rig, [(3, 2)])
+    with pytest.raises(tendon.TendonError, match="chain must be 0 or more, not -1"):
+        springs.points(-1)
+
+
+def test_solve_frames_names_the_frame_of_a_bad_value() -> None:
+    """A NaN in one frame of many names that frame as well as the bone."""
+    rig = bent_chain(4)
+    targets = np.tile(np.array([[0.3, 1.5, 0.2]], np.float32), (6, 1, 1))
+    targets[3, 0, 1] = np.nan
+    with pytest.raises(tendon.NonFiniteError, match="at frame index 3"):
+        tendon.Solver("jacobian_dls").solve_frames(rig, [tendon.Goal(3, (0.3, 1.5, 0.2))], targets)
 
 
 def test_a_rotation_target_is_pursued_when_the_position_is_already_met() -> None:

@@ -111,12 +111,14 @@ pub fn solve_frames<S: Solver + ?Sized>(
             }
             std::mem::swap(&mut next, &mut from);
         }
-        let report = if animated_beside {
+        let solved = if animated_beside {
             input.frame_pose(rig, frame, &mut animated);
-            solver.solve_near(rig, &from, &animated, goals, &mut out)?
+            solver.solve_near(rig, &from, &animated, goals, &mut out)
         } else {
-            solver.solve_into(rig, &from, goals, &mut out)?
+            solver.solve_into(rig, &from, goals, &mut out)
         };
+        // Which frame, or a NaN in one frame of a thousand names only its bone.
+        let report = solved.map_err(|e| e.at(&format!("at frame index {frame}")))?;
         output(frame, &out, report);
         if warm && !per_frame {
             from.copy_from(&out);

@@ -85,3 +85,34 @@ pub(crate) fn ensure_finite(values: &[f32], what: impl FnOnce() -> String) -> Re
         Err(TendonError::NonFinite { what: what() })
     }
 }
+
+impl TendonError {
+    /// The error with `place` (e.g. "at frame 3") added to what it names, for errors met
+    /// while solving one of many frames.
+    pub fn at(self, place: &str) -> Self {
+        match self {
+            TendonError::NonFinite { what } => TendonError::NonFinite {
+                what: format!("{what} {place}"),
+            },
+            TendonError::InvalidValue { what, reason } => TendonError::InvalidValue {
+                what: format!("{what} {place}"),
+                reason,
+            },
+            TendonError::BoneIndex { what, index, count } => TendonError::BoneIndex {
+                what: format!("{what} {place}"),
+                index,
+                count,
+            },
+            TendonError::Size {
+                what,
+                expected,
+                got,
+            } => TendonError::Size {
+                what: format!("{what} {place}"),
+                expected,
+                got,
+            },
+            other => other,
+        }
+    }
+}

@@ -4,7 +4,7 @@
 //! add-on's settings offer.
 
 use crate::arrays::{ensure_finite_array, new_array, quat_wxyz, read_f32, vec3, ANY};
-use crate::errors::{guarded, NonFiniteError, ShapeError, TendonError};
+use crate::errors::{guarded, non_negative, NonFiniteError, ShapeError, TendonError};
 use glam::{Mat4, Vec3};
 use pyo3::prelude::*;
 use tendon_core::{
@@ -118,10 +118,11 @@ pub(crate) fn matrices_to_transforms<'py>(
 pub(crate) fn distribute_scale<'py>(
     py: Python<'py>,
     goal: &Bound<'py, PyAny>,
-    count: usize,
+    count: i64,
     min: Option<&Bound<'py, PyAny>>,
     max: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let count = non_negative(count, "count")?;
     let mut scratch = Vec::new();
     read_f32(goal, "goal", &[3], &mut scratch)?;
     let goal = vec3(&scratch);

@@ -107,3 +107,10 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     Ok(())
 }
+
+/// A count or index given as a Python int: negative ones are refused naming `what` (pyo3's
+/// own conversion raised a bare OverflowError that named nothing).
+pub(crate) fn non_negative(value: i64, what: &str) -> PyResult<usize> {
+    usize::try_from(value)
+        .map_err(|_| TendonError::new_err(format!("{what} must be 0 or more, not {value}")))
+}

@@ -1,7 +1,7 @@
 //! The `Goal` class: one IK goal as Python gives it, resolved against a rig when solved.
 
 use crate::arrays::{quat_wxyz, read_f32, vec3};
-use crate::errors::{to_py, BoneIndexError, TendonError};
+use crate::errors::{non_negative, to_py, BoneIndexError, TendonError};
 use crate::rig::BoneRef;
 use pyo3::prelude::*;
 use tendon_core::{EffectorPoint, Goal as CoreGoal, Rig as CoreRig};
@@ -27,7 +27,7 @@ impl Goal {
         rotation: Option<&Bound<'_, PyAny>>,
         rotation_weight: f32,
         weight: f32,
-        chain_length: usize,
+        chain_length: i64,
         pole: Option<&Bound<'_, PyAny>>,
         point: &str,
         pole_angle: Option<f32>,
@@ -44,7 +44,7 @@ impl Goal {
         }
         goal.rotation_weight = rotation_weight;
         goal.weight = weight;
-        goal.chain_length = chain_length;
+        goal.chain_length = non_negative(chain_length, "chain_length")?;
         if let Some(p) = pole {
             read_f32(p, "pole", &[3], &mut scratch)?;
             goal.pole = Some(vec3(&scratch));

@@ -3,7 +3,7 @@
 //! live mode), so a solve is one native call between one bulk read and one bulk write.
 
 use crate::arrays::{ensure_finite_array, quat_wxyz, read_f32, vec3};
-use crate::errors::{guarded, BoneIndexError, NonFiniteError, ShapeError};
+use crate::errors::{guarded, BoneIndexError, NonFiniteError, ShapeError, SolverError};
 use crate::goal::Goal;
 use crate::rig::Rig;
 use crate::solver::Solver;
@@ -198,6 +198,44 @@ impl PosePlan {
         eulers: Option<&Bound<'py, PyAny>>,
         axis_angles: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        for (name, value) in [
+            ("relative", relative),
+            ("mismatch", mismatch),
+            ("collapsed", collapsed),
+            ("unchanged", unchanged),
+        ] {
+            // Each is a distance or an angle: a negative or NaN one would make every check
+            // pass or fail silently.
+            let least = if name == "relative" {
+                "above 0"
+            } else {
+                "of 0 or more"
+            };
+            let message = format!("{name} must be a finite number {least}, not {value}");
+            if !value.is_finite() {
+                return Err(NonFiniteError::new_err(message));
+            }
+            if value < 0.0 || (name == "relative" && value == 0.0) {
+                return Err(SolverError::new_err(message));
+            }
+        }
+        // The channel arrays are written back in place: refuse, before any work, one that
+        // cannot be (a float64 array, a list, a read-only view), naming it.
+        for (kind, array) in [quaternions, eulers, axis_angles].iter().enumerate() {
+            if let Some(array) = array {
+                let name = KINDS[kind].0;
+                let buffer = PyBuffer::<f32>::get(array).map_err(|e| {
+                    ShapeError::new_err(format!(
+                        "{name} must be a writable C-contiguous float32 array (the new rotations are written into it): {e}"
+                    ))
+                })?;
+                if buffer.readonly() {
+                    return Err(ShapeError::new_err(format!(
+                        "{name} must be a writable C-contiguous float32 array (the new rotations are written into it): it is read-only"
+                    )));
+                }
+            }
+        }
         let rig_handle = self.rig.clone_ref(py);
         let rig_ref = rig_handle.borrow(py);
         let rig = &rig_ref.rig;

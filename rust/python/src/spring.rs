@@ -2,7 +2,7 @@
 //! simulation, one frame at a time or a frame range in one call.
 
 use crate::arrays::{new_array, read_f32, read_pose, write_rotations, ANY};
-use crate::errors::{guarded, to_py, BoneIndexError, SolverError, TendonError};
+use crate::errors::{guarded, non_negative, to_py, BoneIndexError, SolverError, TendonError};
 use crate::frames::{read_frame_vectors, FrameArrays, FrameData};
 use crate::rig::{bone_index, Rig};
 use glam::Vec3;
@@ -55,7 +55,7 @@ impl SpringSimulation {
                 )));
             }
             let tip = bone_index(&core_rig, &parts[0], &what)?;
-            let length: usize = parts[1].extract()?;
+            let length = non_negative(parts[1].extract()?, &format!("{what}: its chain length"))?;
             let mut chain = SpringChain::new(&core_rig, tip, length).map_err(to_py)?;
             if let Some(masses) = parts.get(2) {
                 chain = chain.with_masses(masses.extract()?);
@@ -245,7 +245,8 @@ impl SpringSimulation {
 
     /// The simulated joint positions (armature space) of chain `chain`: its root bone's
     /// head, then each bone's far end, (k + 1, 3).
-    fn points<'py>(&self, py: Python<'py>, chain: usize) -> PyResult<Bound<'py, PyAny>> {
+    fn points<'py>(&self, py: Python<'py>, chain: i64) -> PyResult<Bound<'py, PyAny>> {
+        let chain = non_negative(chain, "chain")?;
         if chain >= self.sim.chains().len() {
             return Err(BoneIndexError::new_err(format!(
                 "chain {chain} does not exist ({} chains)",
