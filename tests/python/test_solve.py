@@ -602,3 +602,20 @@ def test_a_rotation_target_is_pursued_when_the_position_is_already_met() -> None
         # (The transpose converges linearly: turned, if not to the tolerance.)
         assert result.reached or name == "jacobian_transpose", (name, result)
         assert result.rotation_residual < 1e-3 and result.residual < 1e-3, (name, result)
+
+
+def test_one_solver_shared_by_threads_gives_each_its_own_answer() -> None:
+    """Threads that share one Solver wait for each other (the GIL released while they
+    wait) and each gets the answer a solver of its own gives (before: pyo3's "Already
+    borrowed" RuntimeError; found by a helper review)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rig = bent_chain(6)
+    rng = np.random.default_rng(5)
+    goals = [[tendon.Goal(5, tail(rig, random_rotations(rng, 6, 0.4), 5, 0.7), chain_length=6)] for _ in range(40)]
+    expected = [tendon.Solver("jacobian_dls").solve(rig, g).rotations for g in goals]
+    shared = tendon.Solver("jacobian_dls")
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        found = list(pool.map(lambda g: shared.solve(rig, g).rotations, goals * 5))
+    for rotations, wanted in zip(found, expected * 5, strict=True):
+        np.testing.assert_array_equal(rotations, wanted)

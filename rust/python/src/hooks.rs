@@ -7,7 +7,7 @@ use crate::errors::guarded;
 use crate::frames::{run_frames, FrameInputs};
 use crate::goal::Goal;
 use crate::rig::Rig;
-use crate::solver::Solver;
+use crate::solver::SolverState;
 use pyo3::prelude::*;
 use std::time::Instant;
 use tendon_core::{SolveReport, Solver as _, TendonError as CoreError};
@@ -20,7 +20,7 @@ pub(crate) fn _test_panic() -> PyResult<()> {
 
 /// Mean seconds of one native solve of `goals` from the given pose over `repeats` solves.
 pub(crate) fn time_native<'py>(
-    solver: &mut Solver,
+    solver: &mut SolverState,
     py: Python<'py>,
     rig: &Rig,
     goals: &[PyRef<'py, Goal>],
@@ -29,7 +29,7 @@ pub(crate) fn time_native<'py>(
 ) -> PyResult<f64> {
     let rig = &rig.rig;
     solver.prepare(rig, goals, rotations, None, None)?;
-    let Solver {
+    let SolverState {
         solver,
         start,
         out,
@@ -49,7 +49,7 @@ pub(crate) fn time_native<'py>(
 
 /// Mean seconds of the native part of `solve_frames` over `repeats` runs.
 pub(crate) fn time_native_frames<'py>(
-    solver: &mut Solver,
+    solver: &mut SolverState,
     py: Python<'py>,
     rig: &Rig,
     goals: &[PyRef<'py, Goal>],
@@ -69,7 +69,7 @@ pub(crate) fn time_native_frames<'py>(
     let mut rotations = vec![0.0f32; frames * rig.len() * 4];
     let mut translations = vec![0.0f32; frames * rig.len() * 3];
     let mut reports = vec![SolveReport::default(); frames];
-    let Solver {
+    let SolverState {
         solver,
         start,
         goals,

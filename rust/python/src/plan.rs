@@ -184,7 +184,7 @@ impl PosePlan {
     fn solve<'py>(
         &mut self,
         py: Python<'py>,
-        solver: &mut Solver,
+        solver: &Solver,
         evaluated: &Bound<'py, PyAny>,
         targets: &Bound<'py, PyAny>,
         rotation_targets: Option<&Bound<'py, PyAny>>,
@@ -236,6 +236,8 @@ impl PosePlan {
                 }
             }
         }
+        let mut solver_state = solver.lock(py);
+        let solver = &mut *solver_state;
         let rig_handle = self.rig.clone_ref(py);
         let rig_ref = rig_handle.borrow(py);
         let rig = &rig_ref.rig;

@@ -12,6 +12,8 @@ use crate::rig::Rig;
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::time::Duration;
 use tendon_core::{
     AnySolver, Goal as CoreGoal, Pose, Rig as CoreRig, SolveReport, Solver as _, SolverConfig,
 };
@@ -67,9 +69,18 @@ pub(crate) struct FramesResult {
 /// A solver with its settings and its own memory (reuse it: solving again allocates
 /// nothing in the core). `Solver("fabrik", max_iterations=50)`; names are
 /// `Solver.names()`, defaults `Solver.defaults(name)`.
-#[pyclass(module = "tendon._native")]
+///
+/// One solver may be shared by threads: its memory is behind a lock, taken with the GIL
+/// released, so solves from several threads run one after another (before, a second
+/// thread got pyo3's "Already borrowed").
+#[pyclass(module = "tendon._native", frozen)]
 pub(crate) struct Solver {
     config: SolverConfig,
+    state: Mutex<SolverState>,
+}
+
+/// A solver's working memory.
+pub(crate) struct SolverState {
     pub(crate) solver: AnySolver,
     pub(crate) goals: Vec<CoreGoal>,
     pub(crate) start: Pose,
@@ -157,12 +168,14 @@ impl Solver {
             .map_err(|e| SolverError::new_err(format!("{name} settings: {e}")))?;
         Ok(Solver {
             config,
-            solver: config.build(),
-            goals: Vec::new(),
-            start: Pose::rest(0),
-            out: Pose::rest(0),
-            scratch: Vec::new(),
-            frames: FrameData::default(),
+            state: Mutex::new(SolverState {
+                solver: config.build(),
+                goals: Vec::new(),
+                start: Pose::rest(0),
+                out: Pose::rest(0),
+                scratch: Vec::new(),
+                frames: FrameData::default(),
+            }),
         })
     }
 
@@ -200,11 +213,14 @@ impl Solver {
     /// `rotations` (n, 4) w-first in the caller's bone order of `rig`; None forgets it.
     #[pyo3(signature = (rig, rotations = None))]
     fn set_reference_pose(
-        &mut self,
+        &self,
+        py: Python<'_>,
         rig: &Rig,
         rotations: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        let AnySolver::Tension(tension) = &mut self.solver else {
+        let mut guard = self.lock(py);
+        let state = &mut *guard;
+        let AnySolver::Tension(tension) = &mut state.solver else {
             return Err(SolverError::new_err(format!(
                 "only the tension solver has a reference pose, not {}",
                 self.config.name()
@@ -220,7 +236,7 @@ impl Solver {
                     None,
                     None,
                     &mut pose,
-                    &mut self.scratch,
+                    &mut state.scratch,
                 )?;
                 Some(pose)
             }
@@ -234,7 +250,7 @@ impl Solver {
     /// bone order. The GIL is released while solving.
     #[pyo3(signature = (rig, goals, rotations = None, translations = None, scales = None))]
     fn solve<'py>(
-        &mut self,
+        &self,
         py: Python<'py>,
         rig: &Rig,
         goals: Vec<PyRef<'py, Goal>>,
@@ -243,18 +259,24 @@ impl Solver {
         scales: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<SolveResult> {
         let rig = &rig.rig;
-        self.prepare(rig, &goals, rotations, translations, scales)?;
-        let (solver, start, out, goals) =
-            (&mut self.solver, &self.start, &mut self.out, &self.goals);
+        let mut guard = self.lock(py);
+        let state = &mut *guard;
+        state.prepare(rig, &goals, rotations, translations, scales)?;
+        let (solver, start, out, goals) = (
+            &mut state.solver,
+            &state.start,
+            &mut state.out,
+            &state.goals,
+        );
         let report = py.detach(|| guarded(|| solver.solve_into(rig, start, goals, out)))?;
-        let mut data = std::mem::take(&mut self.scratch);
+        let mut data = std::mem::take(&mut state.scratch);
         data.resize(rig.len() * 4, 0.0);
-        write_rotations(rig, &self.out, &mut data);
+        write_rotations(rig, &state.out, &mut data);
         let rotations = new_array(py, &[rig.len(), 4], &data)?;
         data.resize(rig.len() * 3, 0.0);
-        write_translations(rig, &self.out, &mut data);
+        write_translations(rig, &state.out, &mut data);
         let translations = new_array(py, &[rig.len(), 3], &data)?;
-        self.scratch = data;
+        state.scratch = data;
         Ok(SolveResult {
             rotations: rotations.unbind(),
             translations: translations.unbind(),
@@ -275,7 +297,7 @@ impl Solver {
     #[pyo3(signature = (rig, goals, targets, rotations = None, translations = None, scales = None, warm = true, *, rotation_targets = None, poles = None))]
     #[allow(clippy::too_many_arguments)]
     fn solve_frames<'py>(
-        &mut self,
+        &self,
         py: Python<'py>,
         rig: &Rig,
         goals: Vec<PyRef<'py, Goal>>,
@@ -288,7 +310,9 @@ impl Solver {
         poles: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<FramesResult> {
         let rig = &rig.rig;
-        let frames = self.prepare_frames(
+        let mut guard = self.lock(py);
+        let state = &mut *guard;
+        let frames = state.prepare_frames(
             rig,
             &goals,
             targets,
@@ -314,8 +338,12 @@ impl Solver {
             std::slice::from_raw_parts_mut(buffer.buf_ptr().cast::<f32>(), frames * n * 4)
         };
         let mut translations_out = vec![0.0f32; frames * n * 3];
-        let (solver, start, goals, data) =
-            (&mut self.solver, &self.start, &mut self.goals, &self.frames);
+        let (solver, start, goals, data) = (
+            &mut state.solver,
+            &state.start,
+            &mut state.goals,
+            &state.frames,
+        );
         py.detach(|| {
             guarded(|| {
                 run_frames(
@@ -360,21 +388,21 @@ impl Solver {
     #[cfg(feature = "hooks")]
     #[pyo3(signature = (rig, goals, repeats, rotations = None))]
     fn _time_native<'py>(
-        &mut self,
+        &self,
         py: Python<'py>,
         rig: &Rig,
         goals: Vec<PyRef<'py, Goal>>,
         repeats: u32,
         rotations: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<f64> {
-        crate::hooks::time_native(self, py, rig, &goals, repeats, rotations)
+        crate::hooks::time_native(&mut self.lock(py), py, rig, &goals, repeats, rotations)
     }
 
     /// Mean seconds of the native part of `solve_frames` (see `_time_native`).
     #[cfg(feature = "hooks")]
     #[pyo3(signature = (rig, goals, targets, repeats, warm = true))]
     fn _time_native_frames<'py>(
-        &mut self,
+        &self,
         py: Python<'py>,
         rig: &Rig,
         goals: Vec<PyRef<'py, Goal>>,
@@ -382,11 +410,37 @@ impl Solver {
         repeats: u32,
         warm: bool,
     ) -> PyResult<f64> {
-        crate::hooks::time_native_frames(self, py, rig, &goals, targets, repeats, warm)
+        crate::hooks::time_native_frames(
+            &mut self.lock(py),
+            py,
+            rig,
+            &goals,
+            targets,
+            repeats,
+            warm,
+        )
     }
 }
 
 impl Solver {
+    /// This solver's memory, waited for with the GIL released when another thread holds
+    /// it (holding the GIL while waiting would stop that thread from finishing).
+    pub(crate) fn lock(&self, py: Python<'_>) -> MutexGuard<'_, SolverState> {
+        loop {
+            match self.state.try_lock() {
+                Ok(guard) => return guard,
+                // A panic is caught inside the solve (`guarded`); the memory is reset by
+                // the next solve's preparation either way.
+                Err(TryLockError::Poisoned(poisoned)) => return poisoned.into_inner(),
+                Err(TryLockError::WouldBlock) => {
+                    py.detach(|| std::thread::sleep(Duration::from_micros(20)))
+                }
+            }
+        }
+    }
+}
+
+impl SolverState {
     /// Reads a frame range's inputs into `self.frames` (and the start pose and goals);
     /// returns the number of frames.
     pub(crate) fn prepare_frames(
