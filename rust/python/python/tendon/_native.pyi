@@ -1,5 +1,6 @@
 """Type stubs of Tendon's native module (checked against it by mypy's stubtest)."""
 
+from collections.abc import Sequence
 from typing import Any, TypeAlias, final
 
 import numpy as np
@@ -68,8 +69,8 @@ class Rig:
     def from_json(text: str) -> Rig: ...
     @staticmethod
     def from_arrays(
-        names: list[str],
-        parents: list[int],
+        names: Sequence[str],
+        parents: Sequence[int],
         rest_matrices: _ArrayLike,
         lengths: _ArrayLike,
         limits: str | None = None,
@@ -95,7 +96,7 @@ class Rig:
         self, matrices: _ArrayLike, column_major: bool = False
     ) -> tuple[_Float32Array, _Float32Array, _Float32Array]: ...
     def start_pose(
-        self, basis: _ArrayLike, evaluated: _ArrayLike, bones: list[int], column_major: bool = False
+        self, basis: _ArrayLike, evaluated: _ArrayLike, bones: Sequence[int], column_major: bool = False
     ) -> tuple[_Float32Array, _Float32Array, _Float32Array, _Float32Array, _Float32Array]: ...
 
 @final
@@ -175,7 +176,7 @@ class Solver:
     def solve(
         self,
         rig: Rig,
-        goals: list[Goal],
+        goals: Sequence[Goal],
         rotations: _ArrayLike | None = None,
         translations: _ArrayLike | None = None,
         scales: _ArrayLike | None = None,
@@ -183,7 +184,7 @@ class Solver:
     def solve_frames(
         self,
         rig: Rig,
-        goals: list[Goal],
+        goals: Sequence[Goal],
         targets: _ArrayLike,
         rotations: _ArrayLike | None = None,
         translations: _ArrayLike | None = None,
@@ -194,9 +195,11 @@ class Solver:
         poles: _ArrayLike | None = None,
     ) -> FramesResult: ...
     # Timing hooks (the `hooks` feature, as `_test_panic`).
-    def _time_native(self, rig: Rig, goals: list[Goal], repeats: int, rotations: _ArrayLike | None = None) -> float: ...
+    def _time_native(
+        self, rig: Rig, goals: Sequence[Goal], repeats: int, rotations: _ArrayLike | None = None
+    ) -> float: ...
     def _time_native_frames(
-        self, rig: Rig, goals: list[Goal], targets: _ArrayLike, repeats: int, warm: bool = True
+        self, rig: Rig, goals: Sequence[Goal], targets: _ArrayLike, repeats: int, warm: bool = True
     ) -> float: ...
 
 @final
@@ -206,14 +209,14 @@ class PosePlan:
     def __new__(
         cls,
         rig: Rig,
-        goals: list[Goal],
-        moving: list[int],
-        pose_rows: list[int],
-        chains: list[list[int]],
-        use_tail: list[bool],
+        goals: Sequence[Goal],
+        moving: Sequence[int],
+        pose_rows: Sequence[int],
+        chains: Sequence[Sequence[int]],
+        use_tail: Sequence[bool],
         modes: dict[int, str],
         *,
-        unit_parents: list[int] = ...,
+        unit_parents: Sequence[int] = ...,
         scale_tolerance: float = 1e-05,
     ) -> PosePlan: ...
     def solve(
@@ -239,8 +242,8 @@ class SpringSimulation:
     def __new__(
         cls,
         rig: Rig,
-        chains: list[Any],
-        colliders: list[tuple[str | int, tuple[float, float, float], float]] | None = None,
+        chains: Sequence[Any],
+        colliders: Sequence[tuple[str | int, tuple[float, float, float], float]] | None = None,
         **settings: Any,
     ) -> SpringSimulation: ...
     @staticmethod

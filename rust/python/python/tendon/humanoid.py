@@ -68,7 +68,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,6 +147,12 @@ class Convention:
 
 
 def _convention(name: str, prefix: str = "", preferred_at: int = 0, **roles: tuple[str, ...] | str) -> Convention:
+    return _convention_of(name, roles, prefix, preferred_at)
+
+
+def _convention_of(
+    name: str, roles: Mapping[str, tuple[str, ...] | str], prefix: str = "", preferred_at: int = 0
+) -> Convention:
     return Convention(
         name,
         {role: (value,) if isinstance(value, str) else value for role, value in roles.items()},
@@ -155,7 +161,7 @@ def _convention(name: str, prefix: str = "", preferred_at: int = 0, **roles: tup
     )
 
 
-_RIGIFY = {
+_RIGIFY: dict[str, str | tuple[str, ...]] = {
     "hips": "spine",
     "spine": ("spine001", "spine002", "spine003"),
     "neck": ("spine004", "spine005"),
@@ -171,7 +177,7 @@ _RIGIFY = {
 }
 
 
-def _prefixed(roles: dict[str, str | tuple[str, ...]], prefix: str) -> dict[str, tuple[str, ...]]:
+def _prefixed(roles: Mapping[str, str | tuple[str, ...]], prefix: str) -> dict[str, str | tuple[str, ...]]:
     return {
         role: tuple(prefix + v for v in ((value,) if isinstance(value, str) else value))
         for role, value in roles.items()
@@ -200,9 +206,9 @@ CONVENTIONS: tuple[Convention, ...] = (
         foot="footfk{s}",
         toe=("toefk{s}", "toe{s}"),
     ),
-    _convention("Rigify metarig", **_RIGIFY),
-    _convention("Rigify ORG bones", **_prefixed(_RIGIFY, "org")),
-    _convention("Rigify DEF bones", **_prefixed(_RIGIFY, "def")),
+    _convention_of("Rigify metarig", _RIGIFY),
+    _convention_of("Rigify ORG bones", _prefixed(_RIGIFY, "org")),
+    _convention_of("Rigify DEF bones", _prefixed(_RIGIFY, "def")),
     _convention(
         "Mixamo / HumanIK",
         prefix=r"^(mixamorig\d*|character\d*)",
@@ -507,6 +513,7 @@ def _limb(tree: _Tree, root: int, end_share: float = 0.3) -> tuple[list[int], in
         if position >= 2 and tree.reach(path[k]) <= end_share * total:
             after = path[k + 1] if k + 1 < len(path) else None
             return [path[j] for j in solid[:position]], path[k], after
+    return None
 
 
 def _by_topology(tree: _Tree, names: Sequence[str]) -> dict[str, str]:
@@ -1217,7 +1224,7 @@ def _orthonormal(m: FloatArray) -> FloatArray:
     if flip.any():
         u[flip, :, 2] *= -1
         r = u @ vt
-    return r
+    return np.asarray(r, dtype=np.float64)
 
 
 def _angle(a: FloatArray, b: FloatArray) -> float:
@@ -1385,9 +1392,9 @@ def _quaternion(m: FloatArray) -> list[float]:
     else:
         z = math.sqrt(z2) / 2
         q = [(m[1, 0] - m[0, 1]) / (4 * z), (m[0, 2] + m[2, 0]) / (4 * z), (m[1, 2] + m[2, 1]) / (4 * z), z]
-    q = np.asarray(q, dtype=np.float64)
-    q /= np.linalg.norm(q)
-    return [float(v) for v in (q if q[0] >= 0 else -q)]
+    unit = np.asarray(q, dtype=np.float64)
+    unit /= np.linalg.norm(unit)
+    return [float(v) for v in (unit if unit[0] >= 0 else -unit)]
 
 
 def _limits_json(
