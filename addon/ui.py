@@ -240,7 +240,7 @@ class TENDON_UL_human_roles(UIList):
     ) -> None:
         row = layout.row(align=True)
         split = row.split(factor=0.35)
-        split.label(text=item.role if not item.held else "held at rest")
+        split.label(text=item.role if not item.held else "held")
         obj = context.active_object
         if item.held or obj is None or obj.type != "ARMATURE":
             split.label(text=item.bone, icon="LOCKED" if item.held else "BONE_DATA")

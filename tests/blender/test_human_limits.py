@@ -487,3 +487,27 @@ def test_motion_capture_roles_hinges_and_the_actors_motion(clip: str) -> None:
     left = obj.matrix_world.to_3x3() @ (thighs[0] - thighs[1])
     forward = left.cross(Vector((0.0, 0.0, 1.0))).normalized()
     check_flexion(obj, found, forward, MOCAP_ENDS[clip], straightest_frames(obj, found, MOCAP_ENDS[clip]))
+
+
+def test_bones_held_between_joints_stay_where_the_clip_has_them() -> None:
+    """The cgspeed file's wrist bones (`LeftWrist`, between the forearm and the hand bone)
+    carry the actor's wrist turn. Human Limits holds them; a solve of the arm with the
+    tension minimiser then keeps each where the clip has it and reaches. Held at rest, as
+    before, the solve snapped the wrist 35 degrees and the hand twisted with it."""
+    clip = "cmu_102_01_max"
+    rig = real_rigs.mocap_rig(clip)
+    obj = rig.obj
+    wrist = obj.pose.bones["LeftWrist"]
+    before = wrist.matrix_basis.to_quaternion()
+    assert before.angle > math.radians(10.0), "the clip turns the wrist at this frame"
+    assert run() == {"FINISHED"}
+    assert "LeftWrist" in held(obj)
+    hand = world_point(obj, "lhand")
+    real_rigs.set_effectors(obj, (real_rigs.Effector("lhand", 4),), [hand + Vector((0.0, -0.03, 0.02))])
+    obj.tendon.solver = "TENSION"
+    assert bpy.ops.tendon.solve() == {"FINISHED"}
+    assert "not reached" not in obj.tendon.status, obj.tendon.status
+    after = wrist.matrix_basis.to_quaternion()
+    assert before.rotation_difference(after).angle < 1e-4, math.degrees(before.rotation_difference(after).angle)
+    target = bpy.data.objects["target.lhand"].matrix_world.translation
+    assert (world_point(obj, "lhand") - target).length < 1e-4 * rig.height
