@@ -63,24 +63,63 @@ impl Workspace {
         }
     }
 
-    /// The root translation that brings every goal below `root` within a margin of its
-    /// reach, or as near as one translation can: the least squares of the goals' excess
-    /// distances (Gauss-Newton, damped, each step halved until it lowers them). The chains'
-    /// bases move rigidly with the root, so no forward kinematics is needed. The margin
-    /// leaves the chains a little bend: held exactly straight, the Jacobian solvers' steps
-    /// vanish.
+    /// The root translation for the goals below `root` beyond their chains' reach: the
+    /// least that brings them within reach, with a little bend to spare when that costs
+    /// little more (held exactly straight, the Jacobian solvers' steps vanish: within 98%
+    /// of the reach, else 99%, 99.5%, whichever moves the root at most 2% of the mean
+    /// reach further than bringing them just within it). A goal no translation brings
+    /// within reach together with the others (a target ten metres off, the other hand
+    /// where it is) is left out, as without `move_root`: the least squares between the two
+    /// had moved the root halfway, both hands five metres off.
     fn reach_shift(&self, rig: &Rig, root: usize) -> Vec3 {
-        let below = |g: &&PreparedGoal| rig.subtree(root).contains(&g.goal.bone);
-        let excess_at = |shift: Vec3| -> f32 {
-            self.goals
+        let mut active: Vec<usize> = (0..self.goals.len())
+            .filter(|&g| rig.subtree(root).contains(&self.goals[g].goal.bone))
+            .collect();
+        let beyond_after = |shift: Vec3, g: usize, margin: f32| {
+            let goal = &self.goals[g];
+            (goal.goal.target - self.head(goal.base) - shift).length()
+                > margin * goal.base_reach * (1.0 + 1e-4)
+        };
+        let mut least = Vec3::ZERO;
+        for _ in 0..ROOT_SHIFT_STEPS {
+            least = self.reach_shift_within(&active, 1.0);
+            let before = active.len();
+            active.retain(|&g| !beyond_after(least, g, 1.0));
+            if active.len() == before {
+                break;
+            }
+        }
+        if active.is_empty() {
+            return Vec3::ZERO;
+        }
+        let spare = 0.02
+            * active
                 .iter()
-                .filter(below)
-                .map(|g| {
-                    let distance = (g.goal.target - self.head(g.base) - shift).length();
-                    g.goal.weight
-                        * (distance - ROOT_REACH_MARGIN * g.base_reach)
-                            .max(0.0)
-                            .powi(2)
+                .map(|&g| self.goals[g].base_reach)
+                .sum::<f32>()
+            / active.len() as f32;
+        for margin in [ROOT_REACH_MARGIN, 0.99, 0.995] {
+            let shift = self.reach_shift_within(&active, margin);
+            let inside = active.iter().all(|&g| !beyond_after(shift, g, margin));
+            if inside && shift.length() <= least.length() + spare {
+                return shift;
+            }
+        }
+        least
+    }
+
+    /// The root translation that brings goals `active` (all below the root) within
+    /// `margin` of their reach, or as near as one translation can: the least squares of
+    /// the excess distances (Gauss-Newton, damped, each step halved until it lowers them).
+    /// The chains' bases move rigidly with the root, so no forward kinematics is needed.
+    fn reach_shift_within(&self, active: &[usize], margin: f32) -> Vec3 {
+        let excess_at = |shift: Vec3| -> f32 {
+            active
+                .iter()
+                .map(|&g| {
+                    let goal = &self.goals[g];
+                    let distance = (goal.goal.target - self.head(goal.base) - shift).length();
+                    goal.goal.weight * (distance - margin * goal.base_reach).max(0.0).powi(2)
                 })
                 .sum()
         };
@@ -89,15 +128,16 @@ impl Workspace {
         for _ in 0..ROOT_SHIFT_STEPS {
             // Normal equations of the rows direction . step = excess.
             let (mut normal, mut rhs, mut weights) = (Mat3::ZERO, Vec3::ZERO, 0.0f32);
-            for g in self.goals.iter().filter(below) {
-                let from_base = g.goal.target - self.head(g.base) - shift;
+            for &g in active {
+                let goal = &self.goals[g];
+                let from_base = goal.goal.target - self.head(goal.base) - shift;
                 let distance = from_base.length();
-                let excess = distance - ROOT_REACH_MARGIN * g.base_reach;
+                let excess = distance - margin * goal.base_reach;
                 if excess <= 0.0 || distance <= 0.0 {
                     continue;
                 }
                 let direction = from_base / distance;
-                let weight = g.goal.weight;
+                let weight = goal.goal.weight;
                 normal += Mat3::from_cols(
                     direction * direction.x,
                     direction * direction.y,
