@@ -541,7 +541,7 @@ def test_pose_plan_solves_from_blender_arrays_and_writes_channels() -> None:
         quaternions.tolist(),
         np.frombuffer(quaternions.tobytes(), np.float32).reshape(4, 4),
     ):
-        with pytest.raises(tendon.ShapeError, match="quaternions must be a writable C-contiguous float32 array"):
+        with pytest.raises(tendon.ShapeError, match="quaternions must be a writable float32 array"):
             plan.solve(solver, evaluated, target[None], quaternions=unwritable, **arrays, **settings)
     with pytest.raises(tendon.SolverError, match="relative must be a finite number above 0, not -1"):
         plan.solve(solver, evaluated, target[None], quaternions=quaternions, **arrays, **{**settings, "relative": -1.0})

@@ -219,23 +219,6 @@ impl PosePlan {
                 return Err(SolverError::new_err(message));
             }
         }
-        // The channel arrays are written back in place: refuse, before any work, one that
-        // cannot be (a float64 array, a list, a read-only view), naming it.
-        for (kind, array) in [quaternions, eulers, axis_angles].iter().enumerate() {
-            if let Some(array) = array {
-                let name = KINDS[kind].0;
-                let buffer = PyBuffer::<f32>::get(array).map_err(|e| {
-                    ShapeError::new_err(format!(
-                        "{name} must be a writable C-contiguous float32 array (the new rotations are written into it): {e}"
-                    ))
-                })?;
-                if buffer.readonly() {
-                    return Err(ShapeError::new_err(format!(
-                        "{name} must be a writable C-contiguous float32 array (the new rotations are written into it): it is read-only"
-                    )));
-                }
-            }
-        }
         let mut solver_state = solver.lock(py);
         let solver = &mut *solver_state;
         let rig_handle = self.rig.clone_ref(py);
@@ -258,6 +241,30 @@ impl PosePlan {
             }
         }
         self.read_modes(py, rotation_modes)?;
+        // The channel arrays the moving bones' modes use are written back in place: refuse,
+        // before any work, one that cannot be (a float64 array, a list, a read-only view),
+        // naming it.
+        let mut used = [false; 3];
+        for &caller in &self.moving {
+            let code = self.codes[self.pose_rows[caller]];
+            if let Some(&(_, mode)) = self.modes.iter().find(|(c, _)| *c == code) {
+                used[kind_of(mode)] = true;
+            }
+        }
+        for (kind, array) in [quaternions, eulers, axis_angles].iter().enumerate() {
+            if let (true, Some(array)) = (used[kind], array) {
+                let name = KINDS[kind].0;
+                let refused = |why: String| {
+                    ShapeError::new_err(format!(
+                        "{name} must be a writable float32 array (the new rotations are written into it): {why}"
+                    ))
+                };
+                let buffer = PyBuffer::<f32>::get(array).map_err(|e| refused(e.to_string()))?;
+                if buffer.readonly() {
+                    return Err(refused("it is read-only".into()));
+                }
+            }
+        }
         let arrays = [quaternions, eulers, axis_angles];
         for (kind, array) in arrays.iter().enumerate() {
             match array {
