@@ -1021,3 +1021,32 @@ fn solvers_unwind_a_warm_started_upper_arm() {
         }
     }
 }
+
+#[test]
+fn two_bone_moves_no_joint_beyond_the_goals_chain() {
+    // A rotation target leaves its bone out of the positioned joints: a chain of 2 then
+    // moves one joint above it. Reaching for the third (as it did) turned a bone a caller
+    // writing back only the chain's bones never wrote, and the effector missed.
+    let rig = tendon_core::fixtures::humanoid();
+    let bone = |name| rig.index_of(name).unwrap();
+    let (forearm, upper, shoulder) = (bone("forearm.L"), bone("upper_arm.L"), bone("shoulder.L"));
+    let mut posed = Pose::rest(rig.len());
+    posed.rotations[upper] *= Quat::from_rotation_z(0.7) * Quat::from_rotation_x(0.3);
+    posed.rotations[forearm] *= Quat::from_rotation_x(-0.8);
+    let frame = rig.world_matrices(&posed)[forearm];
+    let goal = Goal {
+        rotation: Some(Quat::from_mat3a(&frame.matrix3).normalize()),
+        chain_length: 2,
+        ..Goal::new(forearm, tail(&rig, &posed, forearm))
+    };
+    let (pose, report) = TwoBone::default()
+        .solve(&rig, &Pose::rest(rig.len()), &[goal])
+        .unwrap();
+    assert!(report.reached, "{report:?}");
+    assert_eq!(
+        pose.rotations[shoulder],
+        Quat::IDENTITY,
+        "a joint beyond the chain turned"
+    );
+    assert!(tail(&rig, &pose, forearm).distance(goal.target) <= 1e-4 * 1.8);
+}

@@ -26,7 +26,7 @@ pub struct TwoBoneParams {
 }
 
 /// The two-bone solver. Each goal moves the two joints nearest its effector (one if the
-/// rig has no grandparent there), whatever its chain length; goals are solved in
+/// rig has no grandparent there or its chain has one joint); goals are solved in
 /// depth-first order of their chains' top joints, in passes repeated while goals whose
 /// chains carry one another still improve.
 #[derive(Debug, Clone, Default)]
@@ -231,8 +231,14 @@ impl Solver for TwoBone {
             // a rotation target fixes the bone), the bone itself is not one of them.
             let fixed = goal.point == EffectorPoint::Head
                 || (goal.rotation.is_some() && goal.rotation_weight > 0.0);
+            // Never beyond the goal's own chain: a caller that writes back only the chain's
+            // bones (the add-on) lost the third joint's turn, and the effector missed.
+            let wanted = if fixed { 3 } else { 2 };
             Goal {
-                chain_length: if fixed { 3 } else { 2 },
+                chain_length: match goal.chain_length {
+                    0 => wanted,
+                    given => given.min(wanted),
+                },
                 ..*goal
             }
         }));
