@@ -119,12 +119,6 @@ def apply(obj: bpy.types.Object, source: str, recognise: bool) -> Outcome:
         limits = humanoid.human_limits(found, names, heads, tails, rest, pose, "all" if from_pose else "hinges")
     except humanoid.HumanoidError as error:
         raise TendonUserError(f"Armature '{obj.name}': {error}") from error
-    if pose is not None:
-        # A between-bone is held where its channels have it (a BVH wrist bone carries the
-        # clip's wrist turn): read from the channels the limits act on, not the evaluated
-        # pose, where a constraint's share would be held a second time.
-        for name in found.between:
-            limits[name] = held_where_it_is(obj.pose.bones[name])
     settings = obj.tendon
     # Bones an earlier run limited that no longer play a role get their defaults back.
     for item in settings.human_roles:
@@ -159,15 +153,6 @@ def apply(obj: bpy.types.Object, source: str, recognise: bool) -> Outcome:
     )
     settings.human_summary = outcome.summary()
     return outcome
-
-
-def held_where_it_is(pose_bone: bpy.types.PoseBone) -> dict[str, Any]:
-    """Limits (the native JSON form) that hold a bone at its channels' rotation: zero-width
-    ranges at its XYZ Euler angles from rest."""
-    angles = pose_bone.matrix_basis.to_3x3().normalized().to_quaternion().to_euler("XYZ")
-    return {"order": "XYZ"} | {
-        axis: {"mode": "range", "min": a, "max": a} for axis, a in zip("xyz", angles, strict=True)
-    }
 
 
 def write(settings: Any, joint: dict[str, Any]) -> None:

@@ -191,9 +191,7 @@ class TendonHumanRole(PropertyGroup):
     role: StringProperty(name="Role", description="The joint: thigh.L, spine.1, chest, head, ...")
     bone: StringProperty(name="Bone", description="The bone that plays the role (empty: none)")
     how: StringProperty(name="Found By", description="Naming convention, topology, or given by hand")
-    held: BoolProperty(
-        name="Held", default=False, description="A bone between two joints, held where it was when Human Limits ran"
-    )
+    held: BoolProperty(name="Held", default=False, description="A bone between two joints, locked: no solve turns it")
     written: StringProperty(
         name="Limited Bone",
         description="The bone Human Limits last wrote limits to for this entry (reset when it changes)",

@@ -491,9 +491,12 @@ def test_motion_capture_roles_hinges_and_the_actors_motion(clip: str) -> None:
 
 def test_bones_held_between_joints_stay_where_the_clip_has_them() -> None:
     """The cgspeed file's wrist bones (`LeftWrist`, between the forearm and the hand bone)
-    carry the actor's wrist turn. Human Limits holds them; a solve of the arm with the
-    tension minimiser then keeps each where the clip has it and reaches. Held at rest, as
-    before, the solve snapped the wrist 35 degrees and the hand twisted with it."""
+    carry the actor's wrist turn. Human Limits locks them; a solve of the arm with the
+    tension minimiser then keeps each where the clip has it and reaches, and a bake over
+    other frames keeps the clip's wrist turn on every frame. Held at rest, the solve
+    snapped the wrist 35 degrees; held at the frame Human Limits ran on, the bake keyed
+    that one value on every frame (the clip turns the wrist by up to 40 degrees there;
+    found by a helper review)."""
     clip = "cmu_102_01_max"
     rig = real_rigs.mocap_rig(clip)
     obj = rig.obj
@@ -511,3 +514,15 @@ def test_bones_held_between_joints_stay_where_the_clip_has_them() -> None:
     assert before.rotation_difference(after).angle < 1e-4, math.degrees(before.rotation_difference(after).angle)
     target = bpy.data.objects["target.lhand"].matrix_world.translation
     assert (world_point(obj, "lhand") - target).length < 1e-4 * rig.height
+    # A bake of other frames: the wrist keeps the clip's turn frame by frame.
+    scene = bpy.context.scene
+    clip_turns = {}
+    for frame in range(rig_frame := scene.frame_current - 20, rig_frame + 41, 10):
+        scene.frame_set(frame)
+        clip_turns[frame] = wrist.matrix_basis.to_quaternion()
+    assert max(a.rotation_difference(b).angle for a in clip_turns.values() for b in clip_turns.values()) > 0.1
+    assert bpy.ops.tendon.bake(frame_start=rig_frame, frame_end=rig_frame + 40) == {"FINISHED"}
+    for frame, turn in clip_turns.items():
+        scene.frame_set(frame)
+        baked = wrist.matrix_basis.to_quaternion()
+        assert turn.rotation_difference(baked).angle < 1e-4, (frame, math.degrees(turn.rotation_difference(baked).angle))

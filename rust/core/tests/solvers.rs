@@ -1050,3 +1050,62 @@ fn two_bone_moves_no_joint_beyond_the_goals_chain() {
     );
     assert!(tail(&rig, &pose, forearm).distance(goal.target) <= 1e-4 * 1.8);
 }
+
+#[test]
+fn a_joint_locked_on_every_axis_keeps_the_rotation_it_starts_with() {
+    // Blender's IK locks keep the pose they are given; a bone with no freedom (Human
+    // Limits' bones between joints: a BVH wrist carrying the clip's wrist turn) is left as
+    // it starts by every solver, not snapped to rest.
+    let rig = RigDesc {
+        bones: (0..4)
+            .map(|i| {
+                let mut bone = BoneDesc::new(
+                    format!("b{i}"),
+                    (i > 0).then(|| format!("b{}", i - 1)).as_deref(),
+                    if i == 0 {
+                        Transform::IDENTITY
+                    } else {
+                        Transform {
+                            translation: Vec3::new(0.0, 0.5, 0.0),
+                            rotation: Quat::from_rotation_x(0.2),
+                            scale: Vec3::ONE,
+                        }
+                    },
+                    0.5,
+                );
+                if i == 2 {
+                    bone.limits = JointLimits {
+                        x: AxisLimit::Locked,
+                        y: AxisLimit::Locked,
+                        z: AxisLimit::Locked,
+                        ..JointLimits::FREE
+                    };
+                }
+                bone
+            })
+            .collect(),
+    }
+    .build()
+    .unwrap();
+    let mut start = Pose::rest(4);
+    let held = Quat::from_rotation_z(0.4) * Quat::from_rotation_y(0.3);
+    start.rotations[2] = held;
+    let mut moved = start.clone();
+    moved.rotations[1] = Quat::from_rotation_x(-0.5);
+    moved.rotations[3] = Quat::from_rotation_z(0.6);
+    let goal = Goal::new(3, tail(&rig, &moved, 3));
+    for (name, mut solver) in all_solvers() {
+        let (pose, report) = solver.solve(&rig, &start, &[goal]).unwrap();
+        assert!(
+            angle_between_quats(pose.rotations[2], held) < 1e-5,
+            "{name} turned the locked bone"
+        );
+        if name != "two_bone" {
+            assert!(report.reached, "{name}: {report:?}");
+        }
+    }
+}
+
+fn angle_between_quats(a: Quat, b: Quat) -> f32 {
+    2.0 * a.dot(b).abs().min(1.0).acos()
+}

@@ -20,7 +20,8 @@ pub enum AxisLimit {
     /// Any angle.
     #[default]
     Free,
-    /// Held at zero (the rest angle) and removed from the solvers' degrees of freedom.
+    /// Held at zero (the rest angle) and removed from the solvers' degrees of freedom. A
+    /// joint locked on every axis is no joint at all: solvers leave it as it starts.
     Locked,
     /// Limited to `[min, max]` radians, both inclusive.
     Range {

@@ -606,6 +606,11 @@ impl TensionMinimizer {
                 continue;
             }
             let limits = rig.limits(bone);
+            if limits.is_fully_locked() {
+                // No freedom: left as it starts (posing it from its angles would put it at
+                // rest).
+                continue;
+            }
             let angles = limits.angles_of(self.ws.pose.rotations[bone], self.ws.euler[bone]);
             let slot = self.joints.len();
             self.joints.push((bone, [0.0; 3]));

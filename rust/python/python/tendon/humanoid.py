@@ -109,8 +109,8 @@ class Humanoid:
     convention: str
     #: Bones between a joint and its parent joint that carry no joint of their own (a BVH
     #: file's ``LHipJoint`` or ``LeftWrist``, Character Creator's ``CC_Base_Pelvis``, a
-    #: Rigify FK control's ``MCH-`` parent): held by `human_limits` where the given pose
-    #: has them (at rest without one).
+    #: Rigify FK control's ``MCH-`` parent): locked on every axis by `human_limits`, so no
+    #: solver turns them and they keep whatever rotation they have.
     between: list[str] = field(default_factory=list)
     #: Every other bone (fingers, face, twist and helper bones): left as they are.
     unrecognised: list[str] = field(default_factory=list)
@@ -1114,9 +1114,9 @@ def human_limits(
     ``{"order", "x", "y", "z", "tension", "roll", "neutral"}``, angles in radians, the
     neutral a quaternion ``[w, x, y, z]`` left out when it is rest), ready for
     ``json.dumps`` and ``tendon.Rig.from_arrays(..., limits=...)``. Bones between joints
-    (`Humanoid.between`) are held (every axis fixed) where the pose has them, at rest without
-    one: a BVH file's wrist bone carries the clip's wrist turn, which holding it at rest
-    threw away (35 degrees of hand on a CMU clip); the hips bone gets none.
+    (`Humanoid.between`) are locked on every axis, which solvers read as "leave it as it
+    is": a BVH file's wrist bone carries the clip's wrist turn (held at rest, 35 degrees of
+    hand on a CMU clip were thrown away); the hips bone gets none.
 
     The arrays are the ones `recognize` was given (same bones, same order);
     `rest_matrices` (n, 4, 4) row-major armature-space rest matrices. `pose_matrices`
@@ -1124,7 +1124,7 @@ def human_limits(
     directions and bends are read from that pose instead of rest (see the module's
     docstring); with ``"hinges"``, everything comes from rest except the hinge of a knee or
     elbow that is straight in rest (under 3 degrees) and bent in the pose (10 degrees or
-    more): its axis is read from the pose. Either way between-bones are held at the pose."""
+    more): its axis is read from the pose."""
     if pose_for not in ("all", "hinges"):
         raise HumanoidError(f"pose_for must be 'all' or 'hinges', not {pose_for!r}")
     names = list(names)
@@ -1150,8 +1150,6 @@ def human_limits(
         pose_rot = posed @ np.transpose(rest_rot, (0, 2, 1))
         head_geo = pose[:, :3, 3]
         tail_geo = head_geo + posed[:, :, 1] * np.linalg.norm(tail_rest - head_rest, axis=1)[:, None]
-    # Between-bones are held where the pose has them, whichever geometry the rest reads.
-    held_rot = pose_rot if pose_matrices is not None else None
     hinge_pose = None
     if pose_for == "hinges" and pose_matrices is not None:
         hinge_pose = (head_geo, tail_geo, pose_rot)
@@ -1206,18 +1204,7 @@ def human_limits(
         box = _range(joint, side == "R", share)
         limits[names[bone]] = _limits_json(box, joint, side == "R", roll, offset)
     for name in humanoid.between:
-        bone = index[name]
-        if held_rot is None:
-            limits[name] = {"order": "XYZ", "x": {"mode": "locked"}, "y": {"mode": "locked"}, "z": {"mode": "locked"}}
-            continue
-        # Held at the given pose: its local rotation there, as zero-width ranges.
-        parent = parents[bone]
-        t_parent = held_rot[parent] if parent >= 0 else np.eye(3)
-        local = rest_rot[bone].T @ t_parent.T @ held_rot[bone] @ rest_rot[bone]
-        angles = matrices_to_euler(local[None], "XYZ")[0]
-        limits[name] = {"order": "XYZ"} | {
-            axis: {"mode": "range", "min": float(a), "max": float(a)} for axis, a in zip("xyz", angles, strict=True)
-        }
+        limits[name] = {"order": "XYZ", "x": {"mode": "locked"}, "y": {"mode": "locked"}, "z": {"mode": "locked"}}
     return limits
 
 

@@ -130,6 +130,12 @@ impl Workspace {
     /// (for simultaneous updates followed by forward kinematics).
     pub fn store_local_rotation(&mut self, rig: &Rig, i: usize, local: Quat) {
         let limits = rig.limits(i);
+        if limits.is_fully_locked() {
+            // No freedom at all: the bone keeps the rotation it starts with, as Blender's
+            // IK locks keep the pose they are given (held at rest, a BVH wrist bone held by
+            // Human Limits lost its animation to one value on every baked frame).
+            return;
+        }
         let limited = limits.clamp_rotation(local);
         if !limited.is_finite() {
             // Never let a degenerate update poison the pose: keep the previous rotation.
