@@ -47,7 +47,10 @@ impl Workspace {
             return;
         }
         let delta = if beyond {
-            self.reach_shift(rig, root)
+            let mut active = std::mem::take(&mut self.root_goals);
+            let shift = self.reach_shift(rig, root, &mut active);
+            self.root_goals = active;
+            shift
         } else {
             0.5 * sum / weights
         };
@@ -71,10 +74,11 @@ impl Workspace {
     /// within reach together with the others (a target ten metres off, the other hand
     /// where it is) is left out, as without `move_root`: the least squares between the two
     /// had moved the root halfway, both hands five metres off.
-    fn reach_shift(&self, rig: &Rig, root: usize) -> Vec3 {
-        let mut active: Vec<usize> = (0..self.goals.len())
-            .filter(|&g| rig.subtree(root).contains(&self.goals[g].goal.bone))
-            .collect();
+    fn reach_shift(&self, rig: &Rig, root: usize, active: &mut Vec<usize>) -> Vec3 {
+        active.clear();
+        active.extend(
+            (0..self.goals.len()).filter(|&g| rig.subtree(root).contains(&self.goals[g].goal.bone)),
+        );
         let beyond_after = |shift: Vec3, g: usize, margin: f32| {
             let goal = &self.goals[g];
             (goal.goal.target - self.head(goal.base) - shift).length()
@@ -82,7 +86,7 @@ impl Workspace {
         };
         let mut least = Vec3::ZERO;
         for _ in 0..ROOT_SHIFT_STEPS {
-            least = self.reach_shift_within(&active, 1.0);
+            least = self.reach_shift_within(active, 1.0);
             let before = active.len();
             active.retain(|&g| !beyond_after(least, g, 1.0));
             if active.len() == before {
@@ -99,7 +103,7 @@ impl Workspace {
                 .sum::<f32>()
             / active.len() as f32;
         for margin in [ROOT_REACH_MARGIN, 0.99, 0.995] {
-            let shift = self.reach_shift_within(&active, margin);
+            let shift = self.reach_shift_within(active, margin);
             let inside = active.iter().all(|&g| !beyond_after(shift, g, margin));
             if inside && shift.length() <= least.length() + spare {
                 return shift;

@@ -116,6 +116,8 @@ pub(crate) struct Workspace {
     claimed: Vec<bool>,
     /// Scratch for `refresh_path`.
     path: Vec<usize>,
+    /// Scratch for `move_root`: the goals the root's translation serves.
+    root_goals: Vec<usize>,
     /// The goals given, validated, with weight (their index among those given).
     valid_goals: Vec<(usize, Goal)>,
     /// The goals' bones and their ancestors, depth-first: the bones whose frames
@@ -151,6 +153,7 @@ impl Default for Workspace {
             start_translations: Vec::new(),
             claimed: Vec::new(),
             path: Vec::new(),
+            root_goals: Vec::new(),
             valid_goals: Vec::new(),
             goal_paths: Vec::new(),
             moving: Vec::new(),
