@@ -346,6 +346,16 @@ class TENDON_OT_import_limits(Operator):
             setattr(limits, f"use_limit_{axis}", True)
             setattr(limits, f"min_{axis}", low)
             setattr(limits, f"max_{axis}", high)
+        if all(getattr(limits, f"lock_{axis}") for axis in "xyz"):
+            # Blender's IK puts a bone locked on every axis at rest; Tendon leaves a joint
+            # with no freedom as it starts. Held at rest by zero-width ranges instead, the
+            # import gives Blender's pose (42.6 degrees apart on a bone posed away from rest;
+            # found by a helper review).
+            for axis in "xyz":
+                setattr(limits, f"lock_{axis}", False)
+                setattr(limits, f"use_limit_{axis}", True)
+                setattr(limits, f"min_{axis}", 0.0)
+                setattr(limits, f"max_{axis}", 0.0)
         if ranges or found:
             limits.euler_order = order
         return bool(ranges) or found

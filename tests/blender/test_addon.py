@@ -630,3 +630,87 @@ def test_undo_after_live_mode_restores_the_pose() -> None:
     obj = bpy.data.objects["Chain"]
     assert not obj.tendon.live
     assert np.allclose(rigs.world_matrices(obj), before, atol=1e-6)
+
+
+@pytest.mark.parametrize("solver", ["JACOBIAN_TRANSPOSE", "JACOBIAN_DLS", "FABRIK", "TENSION"])
+def test_a_bone_locked_on_every_axis_keeps_its_animated_rotation(solver: str) -> None:
+    """A bone with every axis locked has no freedom: each solve leaves it where the
+    animation has it (JACOBIAN_TRANSPOSE's retry from the joints' neutral put it back at
+    rest, 25-34 degrees off; found by a helper review), and the effector still reaches
+    (the transpose, slow by nature, may stop short and say so)."""
+    from mathutils import Quaternion
+
+    scene = bpy.context.scene
+    obj = rigs.chain(5)
+    locked = obj.pose.bones["b2"]
+    locked.tendon.lock_x = locked.tendon.lock_y = locked.tendon.lock_z = True
+    axis = Vector((0.3, 0.5, 0.8)).normalized()
+    for frame, angle in ((1, 0.5), (10, -0.6), (20, 1.1)):
+        locked.rotation_quaternion = Quaternion(axis, angle)
+        locked.keyframe_insert("rotation_quaternion", frame=frame)
+    target = rigs.empty("target", (0.0, 0.0, 0.0))
+    for frame in range(1, 21):
+        scene.frame_set(frame)
+        for i, pose_bone in enumerate(obj.pose.bones):
+            if pose_bone != locked:
+                turn = Vector((math.sin(i), math.cos(i), 0.4)).normalized()
+                pose_bone.rotation_quaternion = Quaternion(turn, 0.5 * math.sin(0.2 * frame + i))
+        rigs.update()
+        target.location = rigs.tail_world(obj, "b4")
+        target.keyframe_insert("location", frame=frame)
+    for pose_bone in obj.pose.bones:
+        if pose_bone != locked:
+            pose_bone.rotation_quaternion = Quaternion()
+    rigs.add_effector(obj, "b4", target, chain_length=5)
+    obj.tendon.solver = solver
+    for frame in range(1, 21):
+        scene.frame_set(frame)
+        rigs.update()
+        animated = locked.matrix_basis.to_quaternion()
+        assert bpy.ops.tendon.solve() == {"FINISHED"}, obj.tendon.status
+        turned = math.degrees(animated.rotation_difference(locked.matrix_basis.to_quaternion()).angle)
+        assert turned < 1e-3, (frame, turned)
+        # The transpose may stop short (it says so); every status that claims the reach is true.
+        if solver != "JACOBIAN_TRANSPOSE":
+            assert "not reached" not in obj.tendon.status, (frame, obj.tendon.status)
+        if "not reached" not in obj.tendon.status:
+            assert (rigs.tail_world(obj, "b4") - target.location).length < 1e-4, (frame, obj.tendon.status)
+
+
+def test_importing_ik_locks_on_every_axis_gives_blenders_pose() -> None:
+    """Blender's IK puts a bone locked on every axis (`lock_ik_x/y/z`) at rest, whatever its
+    channels; Tendon leaves a joint with no freedom as it starts, so the import holds such
+    a bone at rest by zero-width ranges and the solve gives Blender's pose (it kept the
+    channels, 42.6 degrees from Blender's; found by a helper review)."""
+    from mathutils import Euler
+
+    obj = rigs.chain(4)
+    for pose_bone in obj.pose.bones:
+        pose_bone.rotation_mode = "XYZ"
+    held = obj.pose.bones["b1"]
+    held.lock_ik_x = held.lock_ik_y = held.lock_ik_z = True
+    held.rotation_euler = (0.5, 0.3, -0.4)
+    obj.pose.bones["b0"].rotation_euler = (0.3, -0.2, 0.4)
+    obj.pose.bones["b2"].rotation_euler = (-0.4, 0.1, 0.5)
+    target = rigs.empty("target", rigs.tail_world(obj, "b3"))
+    obj.pose.bones["b0"].rotation_euler = obj.pose.bones["b2"].rotation_euler = (0.0, 0.0, 0.0)
+    constraint = obj.pose.bones["b3"].constraints.new("IK")
+    constraint.target, constraint.chain_count = target, 4
+    rigs.update()
+
+    def local_turn() -> float:
+        shown = obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).pose.bones["b1"]
+        parent = shown.parent
+        local = (
+            parent.matrix @ parent.bone.matrix_local.inverted() @ shown.bone.matrix_local
+        ).inverted() @ shown.matrix
+        return local.to_quaternion().angle
+
+    assert local_turn() < 1e-4, "Blender's IK puts the locked bone at rest"
+    assert Euler((0.5, 0.3, -0.4)).to_quaternion().angle > 0.5
+    assert bpy.ops.tendon.import_blender_ik() == {"FINISHED"}
+    assert bpy.ops.tendon.import_limits() == {"FINISHED"}
+    obj.tendon.solver = "JACOBIAN_DLS"
+    assert bpy.ops.tendon.solve() == {"FINISHED"}, obj.tendon.status
+    assert "not reached" not in obj.tendon.status, obj.tendon.status
+    assert local_turn() < 1e-4, math.degrees(local_turn())

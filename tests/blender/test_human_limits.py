@@ -525,4 +525,7 @@ def test_bones_held_between_joints_stay_where_the_clip_has_them() -> None:
     for frame, turn in clip_turns.items():
         scene.frame_set(frame)
         baked = wrist.matrix_basis.to_quaternion()
-        assert turn.rotation_difference(baked).angle < 1e-4, (frame, math.degrees(turn.rotation_difference(baked).angle))
+        assert turn.rotation_difference(baked).angle < 1e-4, (
+            frame,
+            math.degrees(turn.rotation_difference(baked).angle),
+        )

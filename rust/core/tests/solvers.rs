@@ -1053,9 +1053,8 @@ fn two_bone_moves_no_joint_beyond_the_goals_chain() {
 
 #[test]
 fn a_joint_locked_on_every_axis_keeps_the_rotation_it_starts_with() {
-    // Blender's IK locks keep the pose they are given; a bone with no freedom (Human
-    // Limits' bones between joints: a BVH wrist carrying the clip's wrist turn) is left as
-    // it starts by every solver, not snapped to rest.
+    // A bone with no freedom (Human Limits' bones between joints: a BVH wrist carrying the
+    // clip's wrist turn) is left as it starts by every solver, not snapped to rest.
     let rig = RigDesc {
         bones: (0..4)
             .map(|i| {

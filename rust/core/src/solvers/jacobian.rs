@@ -973,7 +973,9 @@ impl Unpin {
         let mut moved = false;
         for bone in (0..mask.len()).filter(|&b| mask[b]) {
             let limits = rig.limits(bone);
-            if limits.is_free() {
+            // A joint with no freedom stays as it starts (retried from its neutral, a fully
+            // locked bone went back to rest).
+            if limits.is_free() || limits.is_fully_locked() {
                 continue;
             }
             let now = self.start.rotations[bone];

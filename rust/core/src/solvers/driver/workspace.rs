@@ -131,9 +131,9 @@ impl Workspace {
     pub fn store_local_rotation(&mut self, rig: &Rig, i: usize, local: Quat) {
         let limits = rig.limits(i);
         if limits.is_fully_locked() {
-            // No freedom at all: the bone keeps the rotation it starts with, as Blender's
-            // IK locks keep the pose they are given (held at rest, a BVH wrist bone held by
-            // Human Limits lost its animation to one value on every baked frame).
+            // No freedom at all: the bone keeps the rotation it starts with (held at one
+            // value, a BVH wrist bone held by Human Limits lost its animation to that value
+            // on every baked frame).
             return;
         }
         let limited = limits.clamp_rotation(local);
