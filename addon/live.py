@@ -97,7 +97,7 @@ def signature(obj: bpy.types.Object) -> tuple[tuple[Effector | None, ...], list[
     Mode returns, not when a target next moves). Also the targets' world matrices by
     effector, for the solve (read once)."""
     effectors = current_effectors(obj)
-    values: list[Any] = [obj.mode, obj.matrix_world.copy(), effectors]
+    values: list[Any] = [obj.mode, obj.matrix_world.copy(), effectors, animated_frame(obj)]
     world: space.WorldTargets = {}
     bones = obj.data.bones
     for position, effector in enumerate(effectors):
@@ -113,6 +113,17 @@ def signature(obj: bpy.types.Object) -> tuple[tuple[Effector | None, ...], list[
             values.append(matrix)
             matrices.append(matrix)
     return effectors, values, world
+
+
+def animated_frame(obj: bpy.types.Object) -> float | None:
+    """The scene's frame when the armature is animated (an action, NLA strips or drivers):
+    a frame change then sets the chain's channels anew, and the pose must be solved again
+    even though no target moved (the status kept saying "reached" with a hand 8 cm off;
+    found by a helper review). None otherwise."""
+    anim = obj.animation_data
+    if anim is None or (anim.action is None and not anim.nla_tracks and not anim.drivers):
+        return None
+    return bpy.context.scene.frame_float
 
 
 def unchanged(last: list[Any] | None, seen: list[Any]) -> bool:

@@ -286,6 +286,28 @@ def test_live_mode_follows_a_moving_target() -> None:
     assert (rigs.tail_world(obj, "b3") - target.location).length > 0.1, "off means off"
 
 
+def test_live_mode_solves_again_when_the_animation_moves_the_chain() -> None:
+    """An animated armature, its target still: a frame change sets the chain's channels
+    anew, so live mode solves again (it waited for a target to move while the status
+    claimed a reach the hand missed by 8 cm; found by a helper review)."""
+    obj = rigs.chain(4)
+    target = rigs.empty("target", rigs.random_pose_tail(obj, "b3", seed=5))
+    base = obj.pose.bones["b0"]
+    base.rotation_mode = "XYZ"
+    for frame, angle in ((1, 0.0), (10, 0.25)):
+        base.rotation_euler = (angle, 0.0, 0.0)
+        base.keyframe_insert("rotation_euler", frame=frame)
+    bpy.context.scene.frame_set(1)
+    rigs.add_effector(obj, "b3", target, chain_length=3)
+    obj.tendon.live = True
+    rigs.update()
+    assert (rigs.tail_world(obj, "b3") - target.location).length < 1e-4
+    for frame in (5, 10):
+        bpy.context.scene.frame_set(frame)
+        rigs.update()
+        assert (rigs.tail_world(obj, "b3") - target.location).length < 1e-4, (frame, obj.tendon.status)
+
+
 def test_live_mode_hears_an_effector_setting_changed() -> None:
     """Live mode keeps the effectors' settings from update to update and reads them again
     when one is set (the chain shortened, the effector switched off and on), when one is
