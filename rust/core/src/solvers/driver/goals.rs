@@ -56,6 +56,7 @@ impl Workspace {
         self.goal_paths.sort_unstable();
         self.goal_paths.dedup();
         self.first_active = 0;
+        self.root_needed = false;
         self.forward_kinematics(rig);
 
         self.goals.clear();

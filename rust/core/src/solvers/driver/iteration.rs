@@ -27,7 +27,11 @@ const COLINEAR_ANGLE: f32 = 1e-3;
 impl Workspace {
     /// Moves the root (`move_root`). While some goals lie beyond their chains' reach from
     /// where the root is, by the least translation that brings them just within reach
-    /// ([`Self::reach_shift`]); otherwise by half the goals' weighted mean remaining error.
+    /// ([`Self::reach_shift`]); otherwise, once that has happened in this solve, by half
+    /// the goals' weighted mean remaining error (the Jacobian solvers' straight chains
+    /// need that nudge to bend), and not at all in a solve where every goal was within
+    /// reach: the root stays where the start has it (a bake from the previous frame's
+    /// answer kept the hips 1-2 cm off the animation long after the targets beyond reach).
     /// The mean alone stalled when two hands were pulled below reach: their errors, left
     /// pointing inwards once each arm had stretched towards its target, cancelled out, and
     /// the hips came down 1.6 mm where 12 cm were needed (8 mm short).
@@ -44,6 +48,10 @@ impl Workspace {
             beyond |= self.head(goal.base).distance(goal.goal.target) > goal.base_reach;
         }
         if weights <= 0.0 || !sum.is_finite() {
+            return;
+        }
+        self.root_needed |= beyond;
+        if !self.root_needed {
             return;
         }
         let delta = if beyond {
@@ -64,6 +72,14 @@ impl Workspace {
             self.first_active = self.first_active.min(root);
             self.forward_kinematics(rig);
         }
+    }
+
+    /// Whether some goal lies beyond the reach of its chain and the bones above it, from
+    /// where the root is: only then does `move_root` move it.
+    pub fn any_beyond_reach(&self) -> bool {
+        self.goals
+            .iter()
+            .any(|g| self.head(g.base).distance(g.goal.target) > g.base_reach)
     }
 
     /// The root translation for the goals below `root` beyond their chains' reach: the

@@ -118,6 +118,9 @@ pub(crate) struct Workspace {
     path: Vec<usize>,
     /// Scratch for `move_root`: the goals the root's translation serves.
     root_goals: Vec<usize>,
+    /// Whether this solve's root has had to move for a goal beyond reach (only then does
+    /// it also follow the goals' remaining errors).
+    root_needed: bool,
     /// The goals given, validated, with weight (their index among those given).
     valid_goals: Vec<(usize, Goal)>,
     /// The goals' bones and their ancestors, depth-first: the bones whose frames
@@ -154,6 +157,7 @@ impl Default for Workspace {
             claimed: Vec::new(),
             path: Vec::new(),
             root_goals: Vec::new(),
+            root_needed: false,
             valid_goals: Vec::new(),
             goal_paths: Vec::new(),
             moving: Vec::new(),
