@@ -3,9 +3,11 @@
 //! and with a warm start each frame starts from the previous frame's answer.
 //!
 //! The warm-start policy lives here so every caller bakes alike: with one start pose the
-//! next frame starts from the last answer; with an animated pose per frame, the bones the
-//! last solve turned start where it left them and every other bone takes the frame's
-//! animated value. The tension minimiser relaxing towards "the pose before the solve" is
+//! next frame starts from the last answer's rotations; with an animated pose per frame, the
+//! bones the last solve turned start where it left them and every other bone takes the
+//! frame's animated value. Translations always come from the start (or the frame's pose):
+//! a root `move_root` moved for the frames that needed it goes back where it was when no
+//! target needs it (it stayed moved on every later frame). The tension minimiser relaxing towards "the pose before the solve" is
 //! given the frame's animated pose for it ([`Solver::solve_near`]).
 //!
 //! ```
@@ -121,7 +123,7 @@ pub fn solve_frames<S: Solver + ?Sized>(
         let report = solved.map_err(|e| e.at(&format!("at frame index {frame}")))?;
         output(frame, &out, report);
         if warm && !per_frame {
-            from.copy_from(&out);
+            from.rotations.copy_from_slice(&out.rotations);
         }
     }
     Ok(())

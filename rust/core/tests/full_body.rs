@@ -225,6 +225,51 @@ fn a_translating_root_stays_when_every_target_is_within_reach() {
     }
 }
 
+#[test]
+fn a_translating_root_keeps_goals_within_reach_when_others_are_hopeless() {
+    // The hands' targets five metres out on either side (no translation reaches both),
+    // the feet's at rest or 5 cm up: the root stays and the feet are reached. (The root
+    // came down 16 mm to give the feet, already on their targets, room to bend, and the
+    // Jacobian solvers, judging steps with the hands five metres off, left the feet 10-49 mm
+    // short; found by a helper review.)
+    let rig = humanoid();
+    let index = |name: &str| rig.index_of(name).unwrap();
+    let rest = Pose::rest(rig.len());
+    let hips = index("hips");
+    for lift in [0.0, 0.05] {
+        let goals: Vec<Goal> = [
+            ("hand.L", 3, 5.0),
+            ("hand.R", 3, -5.0),
+            ("shin.L", 2, 0.0),
+            ("shin.R", 2, 0.0),
+        ]
+        .iter()
+        .map(|&(name, length, out)| {
+            let bone = index(name);
+            let up = if out == 0.0 { lift } else { 0.0 };
+            let target = tail(&rig, &rest, bone) + Vec3::new(out, 0.0, up);
+            Goal::new(bone, target).with_chain_length(length)
+        })
+        .collect();
+        for name in ["fabrik", "jacobian_dls", "tension"] {
+            let (pose, _) = solver(name, false, true)
+                .solve(&rig, &rest, &goals)
+                .unwrap();
+            assert_eq!(
+                pose.translations[hips], rest.translations[hips],
+                "{name}, feet {lift} up: the root moved"
+            );
+            for foot in &goals[2..] {
+                let error = tail(&rig, &pose, foot.bone).distance(foot.target);
+                assert!(
+                    error <= 1e-4 * 1.8,
+                    "{name}, feet {lift} up: a foot {error} off"
+                );
+            }
+        }
+    }
+}
+
 /// Issue 15's full body: effectors take priority in depth-first order, yet a later
 /// effector still bends shared bones when its own chain cannot reach. Poses of the whole
 /// upper body (spine, chest, neck, head, both arms) are drawn at random and their head and

@@ -40,27 +40,44 @@ impl Workspace {
         let (mut sum, mut weights, mut beyond) = (Vec3::ZERO, 0.0f32, false);
         for g in 0..self.goals.len() {
             let goal = &self.goals[g];
-            if !rig.subtree(root).contains(&goal.goal.bone) {
+            if goal.beyond_reach || !rig.subtree(root).contains(&goal.goal.bone) {
                 continue;
             }
-            sum += (goal.goal.target - self.effector(g)) * goal.goal.weight;
-            weights += goal.goal.weight;
-            beyond |= self.head(goal.base).distance(goal.goal.target) > goal.base_reach;
+            if self.beyond_now(g) {
+                beyond = true;
+            } else {
+                // The nudge follows the goals within reach only: a target left out (ten
+                // metres off) would drag the root after it.
+                sum += (goal.goal.target - self.effector(g)) * goal.goal.weight;
+                weights += goal.goal.weight;
+            }
         }
-        if weights <= 0.0 || !sum.is_finite() {
-            return;
-        }
-        self.root_needed |= beyond;
-        if !self.root_needed {
+        if !(beyond || self.root_needed) {
             return;
         }
         let delta = if beyond {
             let mut active = std::mem::take(&mut self.root_goals);
             let shift = self.reach_shift(rig, root, &mut active);
+            // Goals no translation brings within reach with the others are left out from
+            // here on, as without `move_root` (their chains stretched towards them, pulling
+            // on nothing): the Jacobian solvers' steps, judged with a hand five metres off,
+            // left reachable feet 10 mm short.
+            for g in 0..self.goals.len() {
+                if rig.subtree(root).contains(&self.goals[g].goal.bone)
+                    && !active.contains(&g)
+                    && !self.chain_shared(g)
+                {
+                    self.goals[g].beyond_reach = true;
+                }
+            }
             self.root_goals = active;
+            // The nudge below follows only in a solve whose root had to move.
+            self.root_needed |= shift != Vec3::ZERO;
             shift
-        } else {
+        } else if weights > 0.0 && sum.is_finite() {
             0.5 * sum / weights
+        } else {
+            return;
         };
         // The pose translation applies in the root's rest frame.
         let rest = rig.rest(root);
@@ -77,9 +94,22 @@ impl Workspace {
     /// Whether some goal lies beyond the reach of its chain and the bones above it, from
     /// where the root is: only then does `move_root` move it.
     pub fn any_beyond_reach(&self) -> bool {
-        self.goals
-            .iter()
-            .any(|g| self.head(g.base).distance(g.goal.target) > g.base_reach)
+        (0..self.goals.len()).any(|g| self.beyond_now(g))
+    }
+
+    /// Whether goal `g`'s target lies beyond its reach from where the root is now (a chain
+    /// at full stretch on its target, as at rest, is not).
+    fn beyond_now(&self, g: usize) -> bool {
+        let goal = &self.goals[g];
+        self.head(goal.base).distance(goal.goal.target) > goal.base_reach * (1.0 + 1e-4)
+    }
+
+    /// Whether another goal turns a joint of goal `g`'s chain.
+    fn chain_shared(&self, g: usize) -> bool {
+        let own = self.joints(g);
+        (0..self.goals.len())
+            .filter(|&other| other != g)
+            .any(|other| self.joints(other).iter().any(|j| own.contains(j)))
     }
 
     /// The root translation for the goals below `root` beyond their chains' reach: the
@@ -97,6 +127,7 @@ impl Workspace {
         );
         let beyond_after = |shift: Vec3, g: usize, margin: f32| {
             let goal = &self.goals[g];
+            let margin = if self.beyond_now(g) { margin } else { 1.0 };
             (goal.goal.target - self.head(goal.base) - shift).length()
                 > margin * goal.base_reach * (1.0 + 1e-4)
         };
@@ -109,7 +140,10 @@ impl Workspace {
                 break;
             }
         }
-        if active.is_empty() {
+        // Only the goals beyond reach where the root is need it; the others only must not
+        // leave their reach (a solve that could not reach the hands moved the hips 16 mm
+        // to give the feet, already on their targets, room to bend).
+        if !active.iter().any(|&g| self.beyond_now(g)) {
             return Vec3::ZERO;
         }
         let spare = 0.02
@@ -133,12 +167,15 @@ impl Workspace {
     /// the excess distances (Gauss-Newton, damped, each step halved until it lowers them).
     /// The chains' bases move rigidly with the root, so no forward kinematics is needed.
     fn reach_shift_within(&self, active: &[usize], margin: f32) -> Vec3 {
+        // The spare bend is for the goals that need the root; the others only stay within.
+        let margin_of = |g: usize| if self.beyond_now(g) { margin } else { 1.0 };
         let excess_at = |shift: Vec3| -> f32 {
             active
                 .iter()
                 .map(|&g| {
                     let goal = &self.goals[g];
                     let distance = (goal.goal.target - self.head(goal.base) - shift).length();
+                    let margin = margin_of(g);
                     goal.goal.weight * (distance - margin * goal.base_reach).max(0.0).powi(2)
                 })
                 .sum()
@@ -152,7 +189,7 @@ impl Workspace {
                 let goal = &self.goals[g];
                 let from_base = goal.goal.target - self.head(goal.base) - shift;
                 let distance = from_base.length();
-                let excess = distance - margin * goal.base_reach;
+                let excess = distance - margin_of(g) * goal.base_reach;
                 if excess <= 0.0 || distance <= 0.0 {
                     continue;
                 }
