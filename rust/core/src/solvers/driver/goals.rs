@@ -314,10 +314,7 @@ impl Workspace {
                 bone = next;
             }
             // A chain another goal also turns serves both: its goals are solved together.
-            let own = self.joints(g);
-            let shared = (0..self.goals.len())
-                .filter(|&other| other != g)
-                .any(|other| self.joints(other).iter().any(|j| own.contains(j)));
+            let shared = self.chain_shared(g);
             if !move_root && !shared && self.head(bone).distance(self.goals[g].target) >= reach {
                 let own_reach = self.goals[g].reach;
                 let goal = &mut self.goals[g];

@@ -105,7 +105,7 @@ impl Workspace {
     }
 
     /// Whether another goal turns a joint of goal `g`'s chain.
-    fn chain_shared(&self, g: usize) -> bool {
+    pub(super) fn chain_shared(&self, g: usize) -> bool {
         let own = self.joints(g);
         (0..self.goals.len())
             .filter(|&other| other != g)
