@@ -120,9 +120,9 @@ fn a_translating_root_brings_both_hands_down_to_targets_below_reach() {
             })
             .collect();
         for name in ["fabrik", "jacobian_dls", "tension"] {
-            let mut config = SolverConfig::by_name(name).unwrap();
-            config.iteration_mut().move_root = true;
-            let (pose, report) = config.build().solve(&rig, &rest, &goals).unwrap();
+            let (pose, report) = solver(name, false, true)
+                .solve(&rig, &rest, &goals)
+                .unwrap();
             assert!(report.reached, "{name}, {drop} down: {report:?}");
             for goal in &goals {
                 let error = tail(&rig, &pose, goal.bone).distance(goal.target);
@@ -164,15 +164,15 @@ fn a_translating_root_moves_no_further_than_the_targets_need() {
         hand("hand.R"),
     ];
     for name in ["fabrik", "jacobian_dls", "tension"] {
-        let mut config = SolverConfig::by_name(name).unwrap();
-        config.iteration_mut().move_root = true;
-        let (pose, report) = config.build().solve(&rig, &rest, &lowered).unwrap();
+        let (pose, report) = solver(name, false, true)
+            .solve(&rig, &rest, &lowered)
+            .unwrap();
         assert!(report.reached, "{name}: {report:?}");
         let moved = rig.world_matrices(&pose)[hips]
             .translation
             .distance(rig.world_matrices(&rest)[hips].translation);
         assert!(moved < 0.01, "{name}: the hips moved {moved}");
-        let (pose, _) = config.build().solve(&rig, &rest, &far).unwrap();
+        let (pose, _) = solver(name, false, true).solve(&rig, &rest, &far).unwrap();
         let moved = rig.world_matrices(&pose)[hips]
             .translation
             .distance(rig.world_matrices(&rest)[hips].translation);
