@@ -376,6 +376,42 @@ def build_goals(
     return found
 
 
+#: A generated Rigify rig's FK controls, by name prefix, and the bone holding their limb's
+#: IK/FK switch (the custom property "IK_FK": 0 shows the IK chain, 1 the FK controls).
+RIGIFY_FK_SWITCHES = {
+    "upper_arm_fk": "upper_arm_parent",
+    "forearm_fk": "upper_arm_parent",
+    "hand_fk": "upper_arm_parent",
+    "thigh_fk": "thigh_parent",
+    "shin_fk": "thigh_parent",
+    "foot_fk": "thigh_parent",
+}
+
+
+def fk_switch_warnings(obj: bpy.types.Object, effectors: tuple[Effector | None, ...]) -> list[str]:
+    """Effectors on a generated Rigify rig's FK controls whose limb shows its IK chain (the
+    switch below 1): the controls reach, the deforming bones do not follow them (a review
+    found the status saying reached with the arms and legs 0.14-0.98 m off). Read at every
+    solve: the switch is a property the user flips or animates."""
+    found = []
+    for position, effector in enumerate(effectors):
+        if effector is None:
+            continue
+        prefix, dot, side = effector.bone.partition(".")
+        holder = RIGIFY_FK_SWITCHES.get(prefix)
+        if holder is None or not dot:
+            continue
+        switch = obj.pose.bones.get(f"{holder}.{side}")
+        value = switch.get("IK_FK") if switch is not None else None
+        if isinstance(value, (int, float)) and value < 1.0:
+            label = effector_label(position, effector.bone)
+            found.append(
+                f"{label}: '{holder}.{side}' has its IK/FK switch at {value:g}, so the deforming bones "
+                "follow the IK chain, not these FK controls: set it to 1"
+            )
+    return found
+
+
 def followed_bones(obj: bpy.types.Object, target: bpy.types.Object | None, subtarget: str) -> list[tuple[str, str]]:
     """The bones of armature `obj` whose pose moves `target` (with `subtarget`), each with
     how: the bone itself when the target is the armature; else the bone it or an object
@@ -1119,10 +1155,13 @@ def solve(
         effectors = read_effectors(obj)
     prepared = None
     entry = read_rig(obj)
+    # Read at every solve, outside every cache: the switch is a property users flip.
+    switches = fk_switch_warnings(obj, effectors)
     known = entry.memo.get("shortcut")
     if known is not None and known[0] == effectors:
         outcome = known[1].solve(obj, entry, started, world)
         if outcome is not None:
+            outcome.warnings = [*outcome.warnings, *switches]
             return outcome
         prepared = known[1].prepare(obj, entry)
     if prepared is None:
@@ -1158,7 +1197,7 @@ def solve(
         iterations=int(result.iterations),
         bones_written=written,
         seconds=time.perf_counter() - started,
-        warnings=prepared.warnings,
+        warnings=[*prepared.warnings, *switches],
         checks=prepared.checks,
         moving=prepared.moving_names,
     )

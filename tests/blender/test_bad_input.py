@@ -255,6 +255,25 @@ def test_effector_bone_renamed_on_the_generated_rig(generated_blend: Path) -> No
     assert pressed.message.startswith("4 effector(s) reached"), pressed.message
 
 
+def test_effectors_on_fk_controls_shown_at_ik_are_named(generated_blend: Path) -> None:
+    """A generated Rigify rig's FK controls reach, but with the limb's IK/FK switch at IK
+    (Rigify's default) the deforming bones follow the IK chain: the status says so, naming
+    the switch, at every solve (a review found "reached" with the limbs 0.14-0.98 m off)."""
+    rig = real_rigs.generated_rig(generated_blend)
+    obj = rig.obj
+    real_rigs.set_effectors(obj, rig.effectors, real_rigs.fk_targets(obj, rig.effectors, seed=3))
+    obj.pose.bones["upper_arm_parent.L"]["IK_FK"] = 0.0
+    pressed = press(bpy.ops.tendon.solve)
+    assert pressed.result == "FINISHED"
+    assert "'upper_arm_parent.L' has its IK/FK switch at 0, so the deforming bones follow the IK chain" in (
+        pressed.message
+    ), pressed.message
+    assert "upper_arm_parent.R" not in pressed.message and "thigh_parent" not in pressed.message
+    obj.pose.bones["upper_arm_parent.L"]["IK_FK"] = 1.0
+    pressed = press(bpy.ops.tendon.solve)
+    assert "IK/FK switch" not in pressed.message, pressed.message
+
+
 def test_bake_skips_a_deleted_effector_bone_and_undo_restores_the_action() -> None:
     rig = mocap()
     obj = rig.obj
