@@ -551,18 +551,27 @@ def test_pose_plan_solves_from_blender_arrays_and_writes_channels() -> None:
         )
 
 
-def test_negative_counts_are_refused_by_name() -> None:
-    """A negative chain length, chain or count is a TendonError naming the argument (pyo3's
-    own conversion raised a bare OverflowError)."""
+def test_bad_counts_are_refused_by_name() -> None:
+    """A negative, huge or fractional chain length, chain or count is a TendonError naming
+    the argument and the value (pyo3's own conversion raised a bare OverflowError)."""
     rig = bent_chain(4)
-    with pytest.raises(tendon.TendonError, match="chain_length must be 0 or more, not -1"):
+    whole = "must be a whole number from 0 to 4294967295"
+    with pytest.raises(tendon.TendonError, match=f"chain_length {whole}, not -1"):
         tendon.Goal(3, (0.0, 1.0, 0.0), chain_length=-1)
-    with pytest.raises(tendon.TendonError, match="count must be 0 or more, not -2"):
+    with pytest.raises(tendon.TendonError, match=f"chain_length {whole}, not 18446744073709551616"):
+        tendon.Goal(3, (0.0, 1.0, 0.0), chain_length=2**64)
+    with pytest.raises(tendon.TendonError, match=f"chain_length {whole}, not 2.5"):
+        tendon.Goal(3, (0.0, 1.0, 0.0), chain_length=2.5)  # type: ignore[arg-type]
+    assert tendon.Goal(3, (0.0, 1.0, 0.0), chain_length=np.int64(2)).chain_length == 2
+    assert tendon.Goal(3, (0.0, 1.0, 0.0)).chain_length == 0
+    with pytest.raises(tendon.TendonError, match=f"count {whole}, not -2"):
         tendon.distribute_scale((1.0, 1.0, 1.0), -2)
-    with pytest.raises(tendon.TendonError, match="chain length must be 0 or more, not -1"):
+    with pytest.raises(tendon.TendonError, match=f"count {whole}, not 1180591620717411303424"):
+        tendon.distribute_scale((1.0, 1.0, 1.0), 2**70)
+    with pytest.raises(tendon.TendonError, match=f"chain length {whole}, not -1"):
         tendon.SpringSimulation(rig, [(3, -1)])
     springs = tendon.SpringSimulation(rig, [(3, 2)])
-    with pytest.raises(tendon.TendonError, match="chain must be 0 or more, not -1"):
+    with pytest.raises(tendon.TendonError, match=f"chain {whole}, not -1"):
         springs.points(-1)
 
 

@@ -846,6 +846,75 @@ fn a_start_outside_the_limits_still_reaches() {
     }
 }
 
+/// A hinge chain (x only, y and z locked) folded back 150-178 degrees at its middle joint,
+/// from the straight rest pose: with ranges of -180..180 degrees (a full turn, which holds
+/// every angle) the Jacobian solvers clamped a step past 180 onto the bound, a wall where
+/// the joint can turn on to -179 (damped least squares 8 of 12, tension 2 of 12); with
+/// -179..179 tension's first damped least squares pass stepped half turns onto the bound
+/// and stalled (11 of 12), and the transpose stalled on one target behind the root with
+/// the chain bent 0.3 degrees, not straight enough to be bent out of its dead end. Every
+/// solver but two-bone (chains of two) now reaches all.
+#[test]
+fn hinges_folded_back_near_the_ends_of_their_range_reach() {
+    for half_range in [std::f32::consts::PI, 179f32.to_radians()] {
+        let bones = (0..3)
+            .map(|i| {
+                let rest = Transform {
+                    translation: Vec3::new(0.0, if i == 0 { 0.0 } else { 1.0 }, 0.0),
+                    ..Transform::IDENTITY
+                };
+                let parent = (i > 0).then(|| format!("b{}", i - 1));
+                let mut bone = BoneDesc::new(format!("b{i}"), parent.as_deref(), rest, 1.0);
+                bone.limits = JointLimits {
+                    x: AxisLimit::Range {
+                        min: -half_range,
+                        max: half_range,
+                    },
+                    y: AxisLimit::Locked,
+                    z: AxisLimit::Locked,
+                    ..JointLimits::FREE
+                };
+                bone
+            })
+            .collect();
+        let rig = RigDesc { bones }.build().unwrap();
+        let mut r = rng(11);
+        let targets: Vec<Vec3> = (0..12)
+            .map(|trial| {
+                let sign = if trial % 2 == 0 { -1.0 } else { 1.0 };
+                let fold = sign * r.range(150.0, 178.0).to_radians();
+                let mut truth = Pose::rest(3);
+                for (i, angle) in [r.range(-0.5, 0.5), fold, r.range(-0.5, 0.5)]
+                    .into_iter()
+                    .enumerate()
+                {
+                    truth.rotations[i] = Quat::from_rotation_x(angle);
+                }
+                tail(&rig, &truth, 2)
+            })
+            .collect();
+        for (name, mut solver) in all_solvers() {
+            if name == "two_bone" {
+                continue;
+            }
+            let mut reached = 0;
+            for target in &targets {
+                let goals = [Goal::new(2, *target)];
+                let (pose, report) = solver.solve(&rig, &Pose::rest(3), &goals).unwrap();
+                let error = tail(&rig, &pose, 2).distance(*target);
+                assert_eq!(report.reached, error < 1e-4 * 3.0, "{name}: {error}");
+                reached += report.reached as usize;
+            }
+            assert_eq!(
+                reached,
+                12,
+                "{name}, range +-{} deg: {reached}/12",
+                half_range.to_degrees()
+            );
+        }
+    }
+}
+
 /// A knee or elbow held straight on its stop has no first-order way to bend (bending a
 /// straight limb moves its end across, not nearer the limb's root), so a gradient solve
 /// from there stalls short of a nearer target. The Jacobian solvers then move the joints

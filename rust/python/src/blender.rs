@@ -118,7 +118,7 @@ pub(crate) fn matrices_to_transforms<'py>(
 pub(crate) fn distribute_scale<'py>(
     py: Python<'py>,
     goal: &Bound<'py, PyAny>,
-    count: i64,
+    count: &Bound<'py, PyAny>,
     min: Option<&Bound<'py, PyAny>>,
     max: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {

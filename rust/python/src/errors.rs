@@ -108,9 +108,21 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// A count or index given as a Python int: negative ones are refused naming `what` (pyo3's
-/// own conversion raised a bare OverflowError that named nothing).
-pub(crate) fn non_negative(value: i64, what: &str) -> PyResult<usize> {
-    usize::try_from(value)
-        .map_err(|_| TendonError::new_err(format!("{what} must be 0 or more, not {value}")))
+/// A count or index given as a Python int: negative ones, ones too large for any rig and
+/// anything not a whole number are refused naming `what` (pyo3's own conversion raised a
+/// bare OverflowError or TypeError that named nothing).
+pub(crate) fn non_negative(value: &Bound<'_, PyAny>, what: &str) -> PyResult<usize> {
+    let refuse = || {
+        let shown = value
+            .repr()
+            .map_or_else(|_| "that value".to_owned(), |r| r.to_string());
+        TendonError::new_err(format!(
+            "{what} must be a whole number from 0 to {}, not {shown}",
+            u32::MAX
+        ))
+    };
+    let whole: i64 = value.extract().map_err(|_| refuse())?;
+    u32::try_from(whole)
+        .map(|v| v as usize)
+        .map_err(|_| refuse())
 }

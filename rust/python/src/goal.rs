@@ -19,7 +19,10 @@ pub(crate) struct Goal {
 #[pymethods]
 impl Goal {
     #[new]
-    #[pyo3(signature = (bone, target, *, rotation = None, rotation_weight = 1.0, weight = 1.0, chain_length = 0, pole = None, point = "tail", pole_angle = None))]
+    // `chain_length` taken as any object so that a bad one is refused by name (see
+    // `non_negative`); `None` stands for its default 0, which the signature shows.
+    #[pyo3(signature = (bone, target, *, rotation = None, rotation_weight = 1.0, weight = 1.0, chain_length = None, pole = None, point = "tail", pole_angle = None))]
+    #[pyo3(text_signature = "(bone, target, *, rotation=None, rotation_weight=1.0, weight=1.0, chain_length=0, pole=None, point=\"tail\", pole_angle=None)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         bone: &Bound<'_, PyAny>,
@@ -27,7 +30,7 @@ impl Goal {
         rotation: Option<&Bound<'_, PyAny>>,
         rotation_weight: f32,
         weight: f32,
-        chain_length: i64,
+        chain_length: Option<&Bound<'_, PyAny>>,
         pole: Option<&Bound<'_, PyAny>>,
         point: &str,
         pole_angle: Option<f32>,
@@ -44,7 +47,7 @@ impl Goal {
         }
         goal.rotation_weight = rotation_weight;
         goal.weight = weight;
-        goal.chain_length = non_negative(chain_length, "chain_length")?;
+        goal.chain_length = chain_length.map_or(Ok(0), |c| non_negative(c, "chain_length"))?;
         if let Some(p) = pole {
             read_f32(p, "pole", &[3], &mut scratch)?;
             goal.pole = Some(vec3(&scratch));

@@ -55,7 +55,7 @@ impl SpringSimulation {
                 )));
             }
             let tip = bone_index(&core_rig, &parts[0], &what)?;
-            let length = non_negative(parts[1].extract()?, &format!("{what}: its chain length"))?;
+            let length = non_negative(&parts[1], &format!("{what}: its chain length"))?;
             let mut chain = SpringChain::new(&core_rig, tip, length).map_err(to_py)?;
             if let Some(masses) = parts.get(2) {
                 chain = chain.with_masses(masses.extract()?);
@@ -245,7 +245,7 @@ impl SpringSimulation {
 
     /// The simulated joint positions (armature space) of chain `chain`: its root bone's
     /// head, then each bone's far end, (k + 1, 3).
-    fn points<'py>(&self, py: Python<'py>, chain: i64) -> PyResult<Bound<'py, PyAny>> {
+    fn points<'py>(&self, py: Python<'py>, chain: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let chain = non_negative(chain, "chain")?;
         if chain >= self.sim.chains().len() {
             return Err(BoneIndexError::new_err(format!(

@@ -359,18 +359,19 @@ impl JointLimits {
 
     /// Clamps Euler angles `[x, y, z]` into the limits (locked axes become zero).
     pub fn clamp_angles(&self, angles: &mut [f32; 3]) {
-        for (a, limit) in angles.iter_mut().zip(self.axes()) {
-            if let Some((min, max)) = limit.interval() {
-                *a = a.clamp(min, max);
-            }
+        for (axis, a) in angles.iter_mut().enumerate() {
+            *a = self.clamp_axis(axis, *a);
         }
     }
 
-    /// Clamps the angle of one axis (0 = x) into its limit.
+    /// Clamps the angle of one axis (0 = x) into its limit. A range of a full turn or more
+    /// holds every rotation about its axis, so it clamps nothing: clamping there would put
+    /// a wall where the joint turns past its bounds' shared end (a hinge limited to
+    /// -180..180 degrees, folded back, stuck at 180 instead of turning on to -179).
     pub fn clamp_axis(&self, axis: usize, angle: f32) -> f32 {
         match self.axes()[axis].interval() {
-            None => angle,
-            Some((min, max)) => angle.clamp(min, max),
+            Some((min, max)) if max - min < TAU => angle.clamp(min, max),
+            _ => angle,
         }
     }
 

@@ -100,6 +100,11 @@ impl Default for TensionParams {
         TensionParams {
             iteration: IterationParams {
                 max_iterations: 200,
+                // The damped least squares passes' (the start and the polish) own clamp:
+                // with the generic half turn, a step from a hinge folded near a bound of
+                // its range landed on the bound and stalled there (a chain limited to
+                // +-179 degrees, folded back 150-178: 9 of 12 reachable targets reached).
+                max_step_angle: JacobianDlsParams::default().iteration.max_step_angle,
                 ..IterationParams::default()
             },
             max_evaluations: 400,

@@ -21,8 +21,11 @@ const MAX_BUMPS: u32 = 4;
 /// The bend applied to a colinear joint (radians).
 const BUMP_ANGLE: f32 = 0.05;
 
-/// Joints whose incoming and outgoing segments are closer than this angle are colinear.
-const COLINEAR_ANGLE: f32 = 1e-3;
+/// Joints whose incoming and outgoing segments are closer than this angle count as
+/// straight when a solve stalls. A chain bent less than this barely shortens for a
+/// gradient step: the Jacobian transpose, from a straight hinge chain pointing away from a
+/// target behind its root, bent it 0.3 degrees and stalled there (with 1e-3 radians).
+const COLINEAR_ANGLE: f32 = 0.5 * BUMP_ANGLE;
 
 impl Workspace {
     /// Moves the root (`move_root`). While some goals lie beyond their chains' reach from
