@@ -229,6 +229,38 @@ fn tension_relaxes_towards_its_reference_pose() {
     assert!(stored < 1.0, "stored true pose: {stored:.2} deg");
 }
 
+/// With the start as the reference (the default), a start that already reaches every goal
+/// is left as it is: solving again, or baking through frames where the targets hold still,
+/// must not creep the pose towards the limits' neutral (the comfort pull did, a little each
+/// solve).
+#[test]
+fn tension_leaves_a_start_that_already_reaches_as_it_is() {
+    let rig = humanoid_limited();
+    let bones = chain_bones(&rig);
+    let mut rng = SplitMix64::new(79);
+    let mut solver = tension_with(TensionReference::Start);
+    let mut crept = 0.0f32;
+    for _ in 0..TRIALS {
+        let truth = true_pose(&rig, &mut rng);
+        let goals = goals_for(&rig, &truth);
+        let mut pose = truth.clone();
+        for _ in 0..10 {
+            let (solved, report) = solver.solve(&rig, &pose, &goals).unwrap();
+            assert!(report.reached, "{report:?}");
+            pose = solved;
+        }
+        crept = crept.max(mean_joint_angle(&rig, &pose, &truth));
+        for &bone in &bones {
+            assert!(
+                angle_between(pose.rotations[bone], truth.rotations[bone]) < 1e-5,
+                "bone {bone} crept {} deg in ten solves",
+                angle_between(pose.rotations[bone], truth.rotations[bone]).to_degrees()
+            );
+        }
+    }
+    eprintln!("largest mean creep over ten solves: {crept:.4} deg");
+}
+
 /// A start outside the limits (an imported or captured pose past a human range) is
 /// measured from its nearest rotation within them: solving from it ends as near the true
 /// pose as solving from that rotation itself. Measured from outside, the turn back inside

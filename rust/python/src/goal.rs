@@ -22,7 +22,9 @@ impl Goal {
     // `chain_length` taken as any object so that a bad one is refused by name (see
     // `non_negative`); `None` stands for its default 0, which the signature shows.
     #[pyo3(signature = (bone, target, *, rotation = None, rotation_weight = 1.0, weight = 1.0, chain_length = None, pole = None, point = "tail", pole_angle = None))]
-    #[pyo3(text_signature = "(bone, target, *, rotation=None, rotation_weight=1.0, weight=1.0, chain_length=0, pole=None, point=\"tail\", pole_angle=None)")]
+    #[pyo3(
+        text_signature = "(bone, target, *, rotation=None, rotation_weight=1.0, weight=1.0, chain_length=0, pole=None, point=\"tail\", pole_angle=None)"
+    )]
     #[allow(clippy::too_many_arguments)]
     fn new(
         bone: &Bound<'_, PyAny>,

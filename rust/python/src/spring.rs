@@ -245,7 +245,11 @@ impl SpringSimulation {
 
     /// The simulated joint positions (armature space) of chain `chain`: its root bone's
     /// head, then each bone's far end, (k + 1, 3).
-    fn points<'py>(&self, py: Python<'py>, chain: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    fn points<'py>(
+        &self,
+        py: Python<'py>,
+        chain: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let chain = non_negative(chain, "chain")?;
         if chain >= self.sim.chains().len() {
             return Err(BoneIndexError::new_err(format!(
