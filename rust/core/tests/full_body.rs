@@ -458,3 +458,46 @@ fn a_target_beyond_reach_leaves_the_other_goals_reached() {
         }
     }
 }
+
+/// Goals that no one root translation brings within reach together (hands 30 cm in front
+/// of the T-posed arms, feet 12 cm below straight legs): the goal left furthest beyond
+/// reach is given up, one at a time, and the root still moves for the others. Giving up at
+/// once every goal still beyond the compromise gave up all four: the root did not move
+/// and the feet stayed 11.8 cm short.
+#[test]
+fn a_translating_root_still_serves_the_goals_it_can_when_others_conflict() {
+    let rig = humanoid();
+    let index = |name: &str| rig.index_of(name).unwrap();
+    let rest = Pose::rest(rig.len());
+    let chains = [("hand.L", 3), ("hand.R", 3), ("shin.L", 2), ("shin.R", 2)];
+    let offsets = [
+        Vec3::new(0.0, -0.3, 0.0),
+        Vec3::new(0.0, -0.3, 0.0),
+        Vec3::new(0.0, 0.0, -0.12),
+        Vec3::new(0.0, 0.0, -0.12),
+    ];
+    let goals: Vec<Goal> = chains
+        .iter()
+        .zip(offsets)
+        .map(|(&(name, length), offset)| {
+            let bone = index(name);
+            Goal::new(bone, tail(&rig, &rest, bone) + offset).with_chain_length(length)
+        })
+        .collect();
+    for name in SOLVERS {
+        let (pose, report) = solver(name, false, true)
+            .solve(&rig, &rest, &goals)
+            .unwrap();
+        let errors: Vec<f32> = goals
+            .iter()
+            .map(|g| tail(&rig, &pose, g.bone).distance(g.target))
+            .collect();
+        assert!(!report.reached, "{name}: {report:?}");
+        // Both feet and one hand: the set the least translation can serve.
+        let reached = errors.iter().filter(|&&e| e < 1e-3).count();
+        assert!(
+            errors[2] < 1e-3 && errors[3] < 1e-3 && reached == 3,
+            "{name}: errors {errors:?}"
+        );
+    }
+}

@@ -60,7 +60,9 @@ impl Workspace {
         }
         let delta = if beyond {
             let mut active = std::mem::take(&mut self.root_goals);
-            let shift = self.reach_shift(rig, root, &mut active);
+            let mut trial = std::mem::take(&mut self.root_trial);
+            let shift = self.reach_shift(rig, root, &mut active, &mut trial);
+            self.root_trial = trial;
             // Goals no translation brings within reach with the others are left out from
             // here on, as without `move_root` (their chains stretched towards them, pulling
             // on nothing): the Jacobian solvers' steps, judged with a hand five metres off,
@@ -123,7 +125,13 @@ impl Workspace {
     /// within reach together with the others (a target ten metres off, the other hand
     /// where it is) is left out, as without `move_root`: the least squares between the two
     /// had moved the root halfway, both hands five metres off.
-    fn reach_shift(&self, rig: &Rig, root: usize, active: &mut Vec<usize>) -> Vec3 {
+    fn reach_shift(
+        &self,
+        rig: &Rig,
+        root: usize,
+        active: &mut Vec<usize>,
+        trial: &mut Vec<usize>,
+    ) -> Vec3 {
         active.clear();
         active.extend(
             (0..self.goals.len()).filter(|&g| rig.subtree(root).contains(&self.goals[g].goal.bone)),
@@ -134,14 +142,47 @@ impl Workspace {
             (goal.goal.target - self.head(goal.base) - shift).length()
                 > margin * goal.base_reach * (1.0 + 1e-4)
         };
-        let mut least = Vec3::ZERO;
-        for _ in 0..ROOT_SHIFT_STEPS {
-            least = self.reach_shift_within(active, 1.0);
-            let before = active.len();
-            active.retain(|&g| !beyond_after(least, g, 1.0));
-            if active.len() == before {
-                break;
+        // While no one translation brings every goal within reach, one goal is given up at
+        // a time: the one without which the others are left least beyond reach, and of
+        // those the one without which the root moves least (a hand ten metres off, not
+        // the other hand on its target). Giving up at once every goal still beyond the
+        // compromise gave up all of them when two sets conflicted (hands far forward, feet
+        // below reach), and the root did not move for the feet either.
+        let excess_after = |shift: Vec3, goals: &[usize]| -> f32 {
+            goals
+                .iter()
+                .map(|&g| {
+                    let goal = &self.goals[g];
+                    let distance = (goal.goal.target - self.head(goal.base) - shift).length();
+                    (distance - goal.base_reach * (1.0 + 1e-4)).max(0.0)
+                })
+                .sum()
+        };
+        let mut least = self.reach_shift_within(active, 1.0);
+        while active.iter().any(|&g| beyond_after(least, g, 1.0)) {
+            let mut best: Option<(usize, f32, Vec3)> = None;
+            for &left_out in active.iter() {
+                trial.clear();
+                trial.extend(active.iter().copied().filter(|&g| g != left_out));
+                let shift = self.reach_shift_within(trial, 1.0);
+                let excess = excess_after(shift, trial);
+                let better = match best {
+                    None => true,
+                    Some((_, best_excess, best_shift)) => {
+                        excess < best_excess - 1e-6
+                            || (excess <= best_excess + 1e-6
+                                && shift.length() < best_shift.length())
+                    }
+                };
+                if better {
+                    best = Some((left_out, excess, shift));
+                }
             }
+            let Some((left_out, _, shift)) = best else {
+                break;
+            };
+            active.retain(|&g| g != left_out);
+            least = shift;
         }
         // Only the goals beyond reach where the root is need it; the others only must not
         // leave their reach (a solve that could not reach the hands moved the hips 16 mm

@@ -118,6 +118,8 @@ pub(crate) struct Workspace {
     path: Vec<usize>,
     /// Scratch for `move_root`: the goals the root's translation serves.
     root_goals: Vec<usize>,
+    /// Scratch of `move_root`: the goals tried without one of them.
+    root_trial: Vec<usize>,
     /// Whether this solve's root has had to move for a goal beyond reach (only then does
     /// it also follow the goals' remaining errors).
     root_needed: bool,
@@ -157,6 +159,7 @@ impl Default for Workspace {
             claimed: Vec::new(),
             path: Vec::new(),
             root_goals: Vec::new(),
+            root_trial: Vec::new(),
             root_needed: false,
             valid_goals: Vec::new(),
             goal_paths: Vec::new(),
