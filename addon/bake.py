@@ -95,12 +95,19 @@ class Baker:
             raise TendonUserError(problem)
         if settings.step < 1:
             raise TendonUserError(f"Frame step {settings.step} must be at least 1")
+        refusal = keys.action_refusal(obj, settings.new_action)
+        if refusal:
+            raise TendonUserError(refusal)
         self.frames = np.arange(settings.frame_start, settings.frame_end + 1, settings.step)
         if len(self.frames) == 0:
             raise TendonUserError(
                 f"Frame range {settings.frame_start} to {settings.frame_end} is empty: "
                 "the start frame is after the end frame"
             )
+        if self.frames[-1] != settings.frame_end:
+            # A step that does not divide the range still keys its last frame (else the
+            # frames after the last step kept old keys the range was to replace).
+            self.frames = np.append(self.frames, settings.frame_end)
         self.started = time.perf_counter()
         self.scene, self.obj, self.settings = scene, obj, settings
         self.original_frame = (scene.frame_current, scene.frame_subframe)
@@ -379,15 +386,21 @@ class Baker:
         frames = self.frames.astype(np.float32)
         span = (float(self.frames[0]), float(self.frames[-1]))
         interpolation = self.settings.interpolation
-        # Each bone's keys start nearest its current channels (read in bulk, by mode).
+        # Each bone's keys start nearest what its curves give at the first baked frame (so
+        # they wind on from the keys kept before the range), else its current channels:
+        # seeded by the channels at the frame the user stood on, a full Euler turn or a
+        # quaternion's sign away, the keys played a spin into and out of the range.
         previous = {
             bone: (mode, before)
             for mode, bones, channels in pose.previous_channels(obj, self.entry, np.array(self.keyed, np.int64))
             for bone, before in zip(bones.tolist(), channels, strict=True)
         }
+        fcurves = keys.fcurves_of(obj)
         written = 0
         for bone in self.keyed:
             mode, before = previous[bone]
+            if fcurves is not None:
+                before = keys.curve_values(fcurves, names[bone], pose.rotation_channel(mode)[0], before, span[0])
             channels = tendon.rotation_channels(solved[:, bone], mode, before[None], series=True)
             written += keys.write_bone_channels(
                 action, slot, names[bone], pose.rotation_channel(mode)[0], frames, channels, interpolation, span
@@ -402,6 +415,12 @@ class Baker:
         for bone in self.scaled:
             written += keys.write_bone_channels(
                 action, slot, names[bone], "scale", frames, scales[:, bone], interpolation, span
+            )
+        shared = keys.other_users(obj, action, slot)
+        if shared:
+            self.found.warnings.append(
+                f"action '{action.name}' also animates {', '.join(repr(n) for n in shared)} through the same "
+                "slot: its keys changed too"
             )
         evaluated = self.evaluated_check(action, slot)
         if evaluated:

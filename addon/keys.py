@@ -126,6 +126,55 @@ def ensure_fcurve(
     return found if found is not None else action.fcurves.new(data_path, index=index, action_group=group)
 
 
+def action_refusal(obj: bpy.types.Object, new_action: bool) -> str | None:
+    """Why keys cannot go where the bake would put them, before anything changes: in NLA
+    tweak mode keys written at scene frames would land at the tweaked action's own frames
+    (and a new action cannot be assigned there); a linked action cannot be changed (its
+    curves were emptied, and undo did not bring them back)."""
+    anim = obj.animation_data
+    if anim is None:
+        return None
+    if anim.use_tweak_mode:
+        return (
+            f"Armature '{obj.name}' is in NLA tweak mode: leave it (Tab in the NLA editor) to bake, "
+            "so keys land on the scene's frames"
+        )
+    action = anim.action
+    if not new_action and action is not None and (action.library is not None or not action.is_editable):
+        where = f" from '{action.library.filepath}'" if action.library is not None else ""
+        return (
+            f"Action '{action.name}' is linked{where} and cannot be changed: bake into a new action "
+            "(New Action) instead"
+        )
+    return None
+
+
+def curve_values(fcurves: Any, bone: str, channel: str, current: np.ndarray, frame: float) -> np.ndarray:
+    """`current` (a bone's `channel` components) with each component that has an F-curve
+    replaced by the curve's value at `frame`."""
+    data_path = f'pose.bones["{bpy.utils.escape_identifier(bone)}"].{channel}'
+    values = np.array(current, np.float32)
+    for index in range(len(values)):
+        fcurve = fcurves.find(data_path, index=index)
+        if fcurve is not None and len(fcurve.keyframe_points):
+            values[index] = fcurve.evaluate(frame)
+    return values
+
+
+def other_users(obj: bpy.types.Object, action: bpy.types.Action, slot: Any) -> list[str]:
+    """Objects other than `obj` that `action` animates through `slot` (4.4+; the action
+    itself before): keys written for `obj` change their animation too."""
+    names = []
+    for other in bpy.data.objects:
+        anim = other.animation_data
+        if other == obj or anim is None or anim.action != action:
+            continue
+        if SLOTTED and getattr(anim, "action_slot", None) != slot:
+            continue
+        names.append(other.name)
+    return names
+
+
 def prepare_action(obj: bpy.types.Object, new_action: bool) -> tuple[bpy.types.Action, Any, bpy.types.Action | None]:
     """The action keys go into, its slot (4.4+, else None), and the previously assigned
     action. A new action starts as a copy of the current one (so every other channel keeps

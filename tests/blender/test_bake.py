@@ -257,6 +257,146 @@ def test_bake_is_refused_without_effectors_and_for_an_empty_range() -> None:
     assert obj.animation_data is None or obj.animation_data.action is None
 
 
+def test_bake_is_refused_in_nla_tweak_mode_and_changes_nothing() -> None:
+    """In tweak mode the keys would land at the strip action's own frames (a strip starting
+    at frame 101 got keys at 105-120 of its action, which never play there): refused, and
+    with New Action the failed assignment had left a copy and a fake user behind."""
+    obj, _target = animated_chain()
+    obj.pose.bones["b1"].keyframe_insert("rotation_quaternion", frame=1)
+    anim = obj.animation_data
+    action = anim.action
+    slot = getattr(anim, "action_slot", None)
+    anim.action = None
+    track = anim.nla_tracks.new()
+    strip = track.strips.new("Strip", 101, action)
+    if slot is not None:
+        strip.action_slot = slot
+    strip.select = True
+    anim.nla_tracks.active = track
+    anim.use_tweak_mode = True
+    assert anim.use_tweak_mode
+    names = sorted(a.name for a in bpy.data.actions)
+    curves = len(keys_module().fcurves_of(obj))
+    for destination in ("REPLACE", "NEW_ACTION"):
+        with pytest.raises(RuntimeError, match="NLA tweak mode"):
+            bpy.ops.tendon.bake(frame_start=105, frame_end=120, destination=destination)
+    assert sorted(a.name for a in bpy.data.actions) == names
+    assert not action.use_fake_user
+    assert len(keys_module().fcurves_of(obj)) == curves
+
+
+def test_replacing_keys_of_a_linked_action_is_refused(tmp_path: Path) -> None:
+    """A linked action cannot be changed: replacing its keys emptied every curve it touched
+    to one key at (0, 0), said it had baked, and undo did not bring the keys back. Refused,
+    keys intact; New Action bakes into a local copy."""
+    obj, _target = animated_chain()
+    bone = obj.pose.bones["b2"]
+    for frame, angle in ((1, 0.0), (8, 0.3), (40, 0.2)):
+        bone.rotation_quaternion = (math.cos(angle / 2), math.sin(angle / 2), 0.0, 0.0)
+        bone.keyframe_insert("rotation_quaternion", frame=frame)
+    action = obj.animation_data.action
+    action.name = "Library action"
+    library = str(tmp_path / "library.blend")
+    bpy.data.libraries.write(library, {action}, fake_user=True)
+    obj.animation_data.action = None
+    bpy.data.actions.remove(action)
+    with bpy.data.libraries.load(library, link=True) as (_source, linked):
+        linked.actions = ["Library action"]
+    obj.animation_data.action = linked.actions[0]
+    path = 'pose.bones["b2"].rotation_quaternion'
+    before = keys_of(obj, path, 1).copy()
+    with pytest.raises(RuntimeError, match="linked"):
+        bpy.ops.tendon.bake(frame_start=1, frame_end=20, destination="REPLACE")
+    np.testing.assert_array_equal(keys_of(obj, path, 1), before)
+    assert before[:, 0].tolist() == [1.0, 8.0, 40.0]
+    assert bpy.ops.tendon.bake(frame_start=1, frame_end=20, destination="NEW_ACTION") == {"FINISHED"}
+    assert obj.animation_data.action.library is None
+    assert keys_of(obj, path, 1)[:, 0].tolist() == [float(f) for f in FRAMES] + [40.0]
+    assert linked.actions[0].library is not None
+
+
+@pytest.mark.parametrize("mode", ["XYZ", "QUATERNION"])
+def test_keys_wind_on_from_the_curve_whatever_frame_the_user_stands_on(mode: str) -> None:
+    """A bone animated a full turn about Z over frames 1-40, baked over 10-20: the keys
+    continue the curve's own winding (and quaternion sign). Seeded from the channels at
+    the frame the user stood on (35), they were a full Euler turn or a sign away, and the
+    curve played a spin between the kept keys and the range (the chain 3.4-5.9 off its
+    target at frames 3-30)."""
+    obj = rigs.chain(4)
+    rigs.rest_all_channels(obj, mode)
+    bone = obj.pose.bones["b1"]
+    turns = ((1, 0.0), (20, math.pi), (40, 2 * math.pi)) if mode == "QUATERNION" else ((1, 0.0), (40, 2 * math.pi))
+    channel = "rotation_quaternion" if mode == "QUATERNION" else "rotation_euler"
+    for frame, angle in turns:
+        if mode == "QUATERNION":
+            bone.rotation_quaternion = (math.cos(angle / 2), 0.0, 0.0, math.sin(angle / 2))
+        else:
+            bone.rotation_euler = (0.0, 0.0, angle)
+        bone.keyframe_insert(channel, frame=frame)
+    for fcurve in keys_module().fcurves_of(obj):
+        for key in fcurve.keyframe_points:
+            key.interpolation = "LINEAR"
+    scene = bpy.context.scene
+    target = rigs.empty("target", (0.0, 0.0, 0.0))
+    for frame in range(1, 41):
+        scene.frame_set(frame)
+        target.location = rigs.tail_world(obj, "b3")
+        target.keyframe_insert("location", frame=frame)
+    rigs.add_effector(obj, "b3", target, chain_length=3)
+    path = f'pose.bones["b1"].{channel}'
+    index = 0 if mode == "QUATERNION" else 2
+    animated = {frame: keys_module().find_fcurve(obj, path, index).evaluate(frame) for frame in (10, 15, 20)}
+    scene.frame_set(35)
+    assert bpy.ops.tendon.bake(frame_start=10, frame_end=20, destination="REPLACE") == {"FINISHED"}
+    baked = dict(keys_of(obj, path, index).tolist())
+    for frame, value in animated.items():
+        if mode == "QUATERNION":
+            # Linear keys between quaternions are not rotations: the solve reaches by
+            # another pose of the chain, but on the curve's side of the sign (w is 0 by
+            # frame 20, so frames 10 and 15 tell).
+            assert frame == 20 or baked[frame] * value > 0.0, (frame, baked[frame], value)
+        else:
+            # The target is the animation's own tail and the solve keeps that pose: the key
+            # is the curve's value, not one a turn away.
+            assert baked[frame] == pytest.approx(value, abs=0.05), (frame, baked[frame], value)
+    for frame in (5, 30):
+        # Between the kept keys and the range the curve blends (off by up to 0.37 here),
+        # but makes no spin (3.4-5.9 off).
+        scene.frame_set(frame)
+        assert (rigs.tail_world(obj, "b3") - target.matrix_world.translation).length < 1.0
+
+
+def test_a_step_that_does_not_divide_the_range_still_keys_its_last_frame() -> None:
+    """Frames 1-20 in steps of 4 key 1, 5, 9, 13, 17 and 20 (20 was left out, and an old key
+    at 18 inside the range survived)."""
+    obj, target = animated_chain()
+    bone = obj.pose.bones["b2"]
+    for frame in (1, 18, 40):
+        bone.keyframe_insert("rotation_quaternion", frame=frame)
+    assert bpy.ops.tendon.bake(frame_start=1, frame_end=20, step=4, destination="REPLACE") == {"FINISHED"}
+    path = 'pose.bones["b2"].rotation_quaternion'
+    assert keys_of(obj, path, 0)[:, 0].tolist() == [1.0, 5.0, 9.0, 13.0, 17.0, 20.0, 40.0]
+    bpy.context.scene.frame_set(20)
+    assert (rigs.tail_world(obj, "b3") - target.matrix_world.translation).length < 1e-3
+
+
+def test_bake_says_when_the_slot_also_animates_another_armature() -> None:
+    """Replacing keys in an action slot another armature uses changes that armature too
+    (as Blender shares it): the status says so."""
+    obj, _target = animated_chain()
+    obj.pose.bones["b1"].keyframe_insert("rotation_quaternion", frame=1)
+    other = rigs.chain(4, name="Other")
+    other.animation_data_create()
+    other.animation_data.action = obj.animation_data.action
+    if hasattr(other.animation_data, "action_slot"):
+        other.animation_data.action_slot = obj.animation_data.action_slot
+    bpy.ops.object.mode_set(mode="OBJECT")
+    rigs.activate(obj)
+    bpy.ops.object.mode_set(mode="POSE")
+    assert bpy.ops.tendon.bake(frame_start=1, frame_end=10, destination="REPLACE") == {"FINISHED"}
+    assert "also animates 'Other'" in obj.tendon.status
+
+
 def test_the_zip_holds_the_native_wheel() -> None:
     names = zipfile.ZipFile(addon_zip()).namelist()
     wheels = [n for n in names if n.startswith("wheels/tendon_ik-") and n.endswith("_x86_64.whl")]
