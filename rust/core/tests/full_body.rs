@@ -501,3 +501,55 @@ fn a_translating_root_still_serves_the_goals_it_can_when_others_conflict() {
         );
     }
 }
+
+/// Two-bone on goals whose chains carry one another: the head held by a rotation target
+/// (its chain turning the neck and chest, which carry the arms), hands and feet on chains
+/// of two. Each goal solved alone leaves the chest's turn about the neck's line unchosen
+/// for the arms, and passes stalled; damped least squares over the same two-joint chains
+/// now finishes them. Targets from random poses of exactly those joints.
+#[test]
+fn two_bone_reaches_goals_whose_chains_carry_one_another() {
+    let rig = humanoid();
+    let index = |name: &str| rig.index_of(name).unwrap();
+    let mut r = tendon_core::fixtures::SplitMix64::new(31);
+    let mut reached = 0;
+    let trials = 15;
+    for _ in 0..trials {
+        let mut truth = Pose::rest(rig.len());
+        for name in [
+            "chest",
+            "neck",
+            "head",
+            "forearm.L",
+            "hand.L",
+            "forearm.R",
+            "hand.R",
+            "thigh.L",
+            "shin.L",
+            "thigh.R",
+            "shin.R",
+        ] {
+            truth.rotations[index(name)] = Quat::from_axis_angle(r.direction(), r.range(0.1, 0.6));
+        }
+        let world = rig.world_matrices(&truth);
+        let head = index("head");
+        let mut goals = vec![Goal::new(head, tail(&rig, &truth, head))
+            .with_chain_length(3)
+            .with_rotation(Quat::from_affine3(&world[head]).normalize(), 1.0)];
+        for name in ["hand.L", "hand.R", "shin.L", "shin.R"] {
+            goals
+                .push(Goal::new(index(name), tail(&rig, &truth, index(name))).with_chain_length(2));
+        }
+        let (pose, report) = solver("two_bone", false, false)
+            .solve(&rig, &Pose::rest(rig.len()), &goals)
+            .unwrap();
+        let largest = goals
+            .iter()
+            .map(|g| tail(&rig, &pose, g.bone).distance(g.target))
+            .fold(0.0f32, f32::max);
+        assert_eq!(report.reached, largest < 2e-3, "{report:?} vs {largest}");
+        reached += report.reached as usize;
+    }
+    println!("two-bone, coupled chains: {reached}/{trials} reached");
+    assert_eq!(reached, trials);
+}

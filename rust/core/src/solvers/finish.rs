@@ -1,4 +1,5 @@
-//! Finishing a one-bone-at-a-time sweep (FABRIK, CCD) on limited joints.
+//! Finishing a one-bone-at-a-time sweep (FABRIK, CCD) on limited joints, and two-bone
+//! goals whose chains carry one another.
 //!
 //! Those solvers turn one bone at a time and clamp each turn to the bone's limits, so on a
 //! limited chain the clamp can take back what the next bone needed and the sweep stalls

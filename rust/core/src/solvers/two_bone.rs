@@ -7,6 +7,7 @@
 //! about the same local axis), then the lower bone turns within that plane.
 
 use super::driver::{reject, GoalMode, Workspace};
+use super::finish::FinishWithinLimits;
 use super::{IterationParams, SolveReport, Solver};
 use crate::error::Result;
 use crate::goal::{EffectorPoint, Goal};
@@ -38,6 +39,8 @@ pub struct TwoBone {
     limb_goals: Vec<Goal>,
     /// Goal indices in the order they are solved.
     order: Vec<usize>,
+    /// Damped least squares for goals whose chains carry one another and stalled.
+    finish: FinishWithinLimits,
 }
 
 impl TwoBone {
@@ -259,6 +262,35 @@ impl Solver for TwoBone {
                 solve_goal(ws, rig, g);
             }
         });
-        Ok(self.ws.finish(rig, &params, report.iterations, out))
+        let report = self.ws.finish(rig, &params, report.iterations, out);
+        if report.reached || !self.chains_carry_one_another(rig) {
+            return Ok(report);
+        }
+        // Each goal solved alone leaves a shared joint's free turn (the chest's about the
+        // neck's line, with the head held by a rotation target) unchosen for the others:
+        // passes stalled on 13 of 15 reachable poses of a CMU skeleton. Damped least
+        // squares over the same two-joint chains moves them together.
+        let limb_goals = std::mem::take(&mut self.limb_goals);
+        let finished = self
+            .finish
+            .apply(rig, start, &limb_goals, &params, report, out);
+        self.limb_goals = limb_goals;
+        finished
+    }
+}
+
+impl TwoBone {
+    /// Whether a goal's joints carry (or are) another goal's: only then do goals solved
+    /// one at a time undo or constrain one another.
+    fn chains_carry_one_another(&self, rig: &Rig) -> bool {
+        let ws = &self.ws;
+        (0..ws.goals.len()).any(|g| {
+            let Some(&top) = ws.joints(g).iter().min() else {
+                return false;
+            };
+            (0..ws.goals.len())
+                .filter(|&h| h != g)
+                .any(|h| ws.joints(h).iter().any(|&j| rig.subtree(j).contains(&top)))
+        })
     }
 }
