@@ -34,6 +34,10 @@ UNCHANGED = 1e-7
 #: lands a few 1e-7 of its chain's length from where Tendon put it. Measured in Blender's
 #: pose, an effector counts as reached within the solver's tolerance plus this much.
 MEASURE_SLACK = 2e-6
+#: The largest angle (radians) between an effector bone and a rotation target it must meet
+#: that counts as met in Blender's pose: the solvers' own tolerance (1e-4) and as much
+#: again for Blender's evaluation in single precision.
+ROTATION_TOLERANCE = 2e-4
 
 
 def armature_problem(obj: bpy.types.Object | None, need_pose_mode: bool = True) -> str | None:
@@ -741,20 +745,31 @@ class Checks:
     #: armature-space distances that count as reached (one an effector).
     targets: list[float]
     tolerances: list[float]
+    #: Effectors whose rotation target must be met (rotation weight 1 or more, as the
+    #: solver counts them): (effector index, armature-space target rotation).
+    rotations: list[tuple[int, Quaternion]] = field(default_factory=list)
 
-    def measure(self, obj: bpy.types.Object) -> tuple[int, float]:
+    def measure(self, obj: bpy.types.Object) -> tuple[int, float, list[str]]:
         """How many effectors are not within their tolerance in Blender's evaluated pose,
-        and the largest distance in world units (the distance the user sees). A few points:
-        mathutils, not numpy (whose every call costs more than this whole loop)."""
+        the largest distance in world units (the distance the user sees), and a note for
+        each rotation target missed. A few points: mathutils, not numpy (whose every call
+        costs more than this whole loop)."""
         pose_bones = obj.pose.bones
         world = obj.matrix_world.to_3x3()
-        missed, largest = 0, 0.0
+        largest = 0.0
         targets = self.targets
+        missing = [False] * len(self.bones)
         for k, (bone, tail, tolerance) in enumerate(zip(self.bones, self.use_tail, self.tolerances, strict=True)):
             offset = (pose_bones[bone].tail if tail else pose_bones[bone].head) - Vector(targets[3 * k : 3 * k + 3])
-            missed += offset.length > tolerance
+            missing[k] = offset.length > tolerance
             largest = max(largest, (world @ offset).length)
-        return missed, largest
+        notes = []
+        for k, rotation in self.rotations:
+            angle = pose_bones[self.bones[k]].matrix.to_quaternion().rotation_difference(rotation).angle
+            if angle > ROTATION_TOLERANCE:
+                missing[k] = True
+                notes.append(f"bone '{self.bones[k]}' is turned {math.degrees(angle):.3g} deg from its rotation target")
+        return sum(missing), largest, notes
 
 
 def make_checks(
@@ -765,10 +780,12 @@ def make_checks(
     use_tail: list[bool],
     targets: np.ndarray,
     evaluated: np.ndarray,
+    goals: list[Any],
 ) -> Checks:
     """What each solved effector must achieve in Blender's pose: its target within the
     solver's tolerance of its chain's length (measured in the pose before the solve), from
-    the chains' `reach_segments`."""
+    the chains' `reach_segments`, and the rotation targets the solver counts (`goals`, the
+    native goals, one an effector)."""
     relative = obj.tendon.tolerance + MEASURE_SLACK
     ends, starts, owner, factors = reach_indices
     # Every segment between two heads of a chain, and every tail's bone axis (y) from the
@@ -781,6 +798,11 @@ def make_checks(
         use_tail=use_tail,
         targets=targets.ravel().tolist(),
         tolerances=(relative * np.maximum(reach, 1e-9)).tolist(),
+        rotations=[
+            (k, Quaternion(goal.rotation))
+            for k, goal in enumerate(goals)
+            if goal.rotation is not None and goal.rotation_weight >= 1.0
+        ],
     )
 
 
@@ -838,11 +860,11 @@ class SolveOutcome:
     def measure(self, obj: bpy.types.Object) -> None:
         """Takes `reached` and `residual` from the pose Blender evaluated (call after the
         depsgraph update): a status never claims more than the user can see."""
-        missed, largest = self.checks.measure(obj) if self.checks is not None else (0, 0.0)
+        missed, largest, turned = self.checks.measure(obj) if self.checks is not None else (0, 0.0, [])
         reached = not missed
         self.missed = missed
         if not reached:
-            notes = chains.miss_notes(obj, self.moving)
+            notes = [*turned, *chains.miss_notes(obj, self.moving)]
             if self.reached and not notes:
                 notes = [
                     "Blender's evaluated pose differs from the solved one: "
@@ -1065,7 +1087,9 @@ class Shortcut:
             mismatched = [self.moving[k] for k in np.nonzero(far)[0].tolist()]
             if chains.bone_problems(obj, entry, self.moving, mismatched, smallest, evaluated):
                 return None
-        checks = make_checks(obj, entry, self.reach, self.check_bones, self.use_tail, targets.points[0], evaluated)
+        checks = make_checks(
+            obj, entry, self.reach, self.check_bones, self.use_tail, targets.points[0], evaluated, goals
+        )
         return Prepared(
             entry,
             goals,
@@ -1104,7 +1128,7 @@ def prepare_whole(obj: bpy.types.Object, effectors: tuple[Effector | None, ...])
     use_tail = found.use_tail
     reach = entry.remember(("reach", found.key), lambda: reach_segments(entry, tuple(found.chains), tuple(use_tail)))
     check_bones = [entry.names[bone] for bone, _ in found.chains]
-    checks = make_checks(obj, entry, reach, check_bones, use_tail, found.points, evaluated)
+    checks = make_checks(obj, entry, reach, check_bones, use_tail, found.points, evaluated, found.goals)
     moving_array = np.array(moving, np.int64)
     moving_names = [entry.names[bone] for bone in moving]
     plan = found.plan
