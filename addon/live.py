@@ -138,9 +138,11 @@ def unchanged(last: list[Any] | None, seen: list[Any]) -> bool:
     return last[:2] == seen[:2] and last[3:] == seen[3:] and repr(last[2]) == repr(seen[2])
 
 
-def live_update(scene: bpy.types.Scene, force: bool = False) -> None:
-    """Re-solves each live armature of `scene` whose targets moved. Never raises: problems
-    go to the armature's status line."""
+def live_update(scene: bpy.types.Scene, force: Any = None, posed: frozenset[int] = frozenset()) -> None:
+    """Re-solves each live armature of `scene` whose targets moved, or whose pose something
+    else changed (`posed`: the pointers of armatures the update evaluated anew, a bone posed
+    by hand). `force`: an armature to solve whatever its signature (live mode just switched
+    on for it). Never raises: problems go to the armature's status line."""
     global _busy
     if _busy:
         return
@@ -161,12 +163,17 @@ def live_update(scene: bpy.types.Scene, force: bool = False) -> None:
                 # rig cache nothing): read them again, now without it.
                 _effectors.pop(key, None)
                 effectors, seen, world = signature(obj)
-            if not force and unchanged(_signatures.get(key), seen):
+            if obj != force and unchanged(_signatures.get(key), seen):
                 # The update that follows a live solve: measure it in the pose Blender shows.
                 pending = _unmeasured.pop(key, None)
                 if pending is not None:
                     measure(obj, pending[1])
-                continue
+                    continue
+                if key not in posed:
+                    continue
+                # Nothing live mode follows moved, but the pose did (a bone above or in a
+                # chain posed by hand): solve again, as an IK constraint would hold the
+                # chains (the status had kept "reached" with the hand a metre off).
             _signatures[key] = seen
             started = time.perf_counter()
             try:
@@ -246,20 +253,33 @@ def live_switched(settings: Any, context: bpy.types.Context) -> None:
     global _live
     _live = None
     if settings.live:
-        live_update(context.scene, force=True)
+        # Only this armature: another just switched on in the same breath (Alt+click on
+        # several) has not been evaluated yet, and solving it again from there refused it.
+        live_update(context.scene, force=settings.id_data)
     else:
         settings.status = ""
 
 
 @bpy.app.handlers.persistent
-def on_depsgraph_update(scene: bpy.types.Scene, _depsgraph: Any = None) -> None:
+def on_depsgraph_update(scene: bpy.types.Scene, depsgraph: Any = None) -> None:
     global _live
     if rig.changed_last_update:
         # Objects may have been added, deleted, renamed or duplicated (live mode and all),
         # and an effector's target deleted.
         _live = None
         _effectors.clear()
-    live_update(scene)
+    live_update(scene, posed=posed_armatures(depsgraph) if _signatures else frozenset())
+
+
+def posed_armatures(depsgraph: Any) -> frozenset[int]:
+    """The (original) objects whose pose or geometry the update evaluated anew."""
+    if depsgraph is None or not depsgraph.id_type_updated("OBJECT"):
+        return frozenset()
+    return frozenset(
+        update.id.original.as_pointer()
+        for update in depsgraph.updates
+        if update.is_updated_geometry and isinstance(update.id, bpy.types.Object) and update.id.type == "ARMATURE"
+    )
 
 
 @bpy.app.handlers.persistent

@@ -64,6 +64,22 @@ def report_outcome(operator: Operator, obj: bpy.types.Object, outcome: solve.Sol
     obj.tendon.status = outcome.status()
 
 
+def override_limits_problem(obj: bpy.types.Object) -> str | None:
+    """Why bone limits cannot be written on `obj`: on a library override Blender keeps no
+    pose bone setting of Tendon's when the file is saved (made overridable, Blender 5.0
+    still dropped those of bones whose library bone had none), so limits are set in the
+    library's file."""
+    if obj.override_library is None:
+        return None
+    reference = obj.override_library.reference
+    library = reference.library if reference is not None else None
+    where = f" ('{library.filepath}')" if library is not None else ""
+    return (
+        f"Armature '{obj.name}' is a library override: its bones' limits come from the library file{where}; "
+        "set them there"
+    )
+
+
 class TENDON_OT_solve(Operator):
     """Solve the active armature's effectors at the current frame"""
 
@@ -144,7 +160,10 @@ class TENDON_OT_add_effector(Operator):
         placement = pose_bone.matrix.copy()
         placement.translation = pose_bone.tail
         empty.matrix_world = obj.matrix_world @ placement
-        collection = obj.users_collection[0] if obj.users_collection else context.scene.collection
+        # The armature's collection, unless it is linked or overridden (no object can be
+        # linked there): the scene's then.
+        editable = [c for c in obj.users_collection if c.library is None and c.override_library is None]
+        collection = editable[0] if editable else context.scene.collection
         collection.objects.link(empty)
         return empty
 
@@ -164,7 +183,16 @@ class TENDON_OT_remove_effector(Operator):
         settings = context.active_object.tendon
         index = settings.active_effector_index
         bone = settings.effectors[index].bone
-        settings.effectors.remove(index)
+        try:
+            settings.effectors.remove(index)
+        except TypeError:
+            # On a library override only effectors added there can go.
+            self.report(
+                {"ERROR"},
+                f"The effector of bone '{bone}' comes from the linked library: disable it (its checkbox), "
+                "or remove it in the library's file",
+            )
+            return {"CANCELLED"}
         settings.active_effector_index = max(0, min(index, len(settings.effectors) - 1))
         self.report({"INFO"}, f"Removed the effector of bone '{bone}'")
         return {"FINISHED"}
@@ -213,7 +241,16 @@ class TENDON_OT_remove_spring(Operator):
     def execute(self, context: Context) -> set[str]:
         settings = context.active_object.tendon
         index = settings.active_spring_index
-        settings.springs.remove(index)
+        try:
+            settings.springs.remove(index)
+        except TypeError:
+            # On a library override only spring chains added there can go.
+            self.report(
+                {"ERROR"},
+                f"Spring chain {index + 1} comes from the linked library: disable it (its checkbox), "
+                "or remove it in the library's file",
+            )
+            return {"CANCELLED"}
         settings.active_spring_index = max(0, min(index, len(settings.springs) - 1))
         return {"FINISHED"}
 
@@ -290,6 +327,10 @@ class TENDON_OT_import_limits(Operator):
 
     def execute(self, context: Context) -> set[str]:
         obj = context.active_object
+        problem = override_limits_problem(obj)
+        if problem:
+            self.report({"ERROR"}, problem)
+            return {"CANCELLED"}
         bones = 0
         for pose_bone in obj.pose.bones:
             if self.import_bone(pose_bone):
@@ -564,6 +605,10 @@ class TENDON_OT_human_limits(Operator):
 
     def execute(self, context: Context) -> set[str]:
         obj = context.active_object
+        problem = override_limits_problem(obj)
+        if problem:
+            self.report({"ERROR"}, problem)
+            return {"CANCELLED"}
         context.view_layer.update()
         try:
             outcome = human.apply(obj, self.source, self.recognise)

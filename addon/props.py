@@ -331,8 +331,11 @@ def stored_limits(settings: Any, store: str = LIMIT_STORE) -> list[float] | None
     return values
 
 
-def limit_accessors(name: str) -> dict[str, Callable[..., Any]]:
-    """`get` and `set` for one named setting over its slice of the bone's store."""
+def limit_accessors(name: str) -> dict[str, Any]:
+    """`get` and `set` for one named setting over its slice of the bone's store. Settings
+    of the limit store are not animatable: the native rig is built from them once and
+    rebuilt when one is set (`limits_changed`), which keys playing back never call (a Max X
+    keyed from 180 to 3 degrees kept 180)."""
     store, offset, size = STORED_AT[name]
     convert: Callable[[float], Any] = (
         int if name == "euler_order" else bool if name.startswith(("lock_", "use_")) else float
@@ -347,7 +350,10 @@ def limit_accessors(name: str) -> dict[str, Callable[..., Any]]:
         values[offset : offset + size] = [float(v) for v in value] if size > 1 else [float(value)]
         setattr(self, store, values)
 
-    return {"get": read, "set": write}
+    found: dict[str, Any] = {"get": read, "set": write}
+    if store == LIMIT_STORE:
+        found["options"] = set()
+    return found
 
 
 def migrate_limits(objects: Any) -> None:
@@ -494,11 +500,30 @@ class TendonBoneLimits(PropertyGroup):
     __annotations__.update(axis_properties())
 
 
-classes = (TendonEffector, TendonSpring, TendonHumanRole, TendonArmatureSettings, TendonBoneLimits)
+def overridable(cls: Any) -> Any:
+    """`cls` with every setting editable on a library override of a linked armature (and
+    effectors and spring chains addable there): without the flags Blender keeps none of
+    the changes when the file is saved (the effectors' settings, limits, solver and live
+    mode came back as the library had them) and adding an effector raised an error."""
+    for deferred in cls.__annotations__.values():
+        if "get" in deferred.keywords:
+            # A view of a stored array (the limits): the array itself is overridden.
+            continue
+        flags = {"LIBRARY_OVERRIDABLE"}
+        if deferred.function is CollectionProperty:
+            flags.add("USE_INSERTION")
+        deferred.keywords.setdefault("override", flags)
+    return cls
+
+
+classes = tuple(
+    overridable(cls)
+    for cls in (TendonEffector, TendonSpring, TendonHumanRole, TendonArmatureSettings, TendonBoneLimits)
+)
 
 
 def register() -> None:
-    bpy.types.Object.tendon = PointerProperty(type=TendonArmatureSettings)
+    bpy.types.Object.tendon = PointerProperty(type=TendonArmatureSettings, override={"LIBRARY_OVERRIDABLE"})
     bpy.types.PoseBone.tendon = PointerProperty(type=TendonBoneLimits)
     if migrate_on_load not in bpy.app.handlers.load_post:
         bpy.app.handlers.load_post.append(migrate_on_load)

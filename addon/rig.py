@@ -60,6 +60,10 @@ class RigEntry:
     no_inherit_rotation: frozenset[int]
     #: Bones that inherit scale other than Full -> how (``Bone.inherit_scale``).
     inherit_scale: dict[int, str]
+    #: Every bone's ``matrix_local`` as read when built (n * 16, column by column): an
+    #: update of the armature's data compares it (`rest_changed`), since applying the
+    #: object's scale or rotation changes the rest with no other event the cache hears of.
+    rest_local: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
     #: What solves work out from the rig and the effectors' settings alone (chains, the
     #: bones they move, ...), kept as long as the rig is: see `remember`.
     memo: dict[Any, Any] = field(default_factory=dict)
@@ -243,6 +247,7 @@ def build(obj: bpy.types.Object, with_tension: bool) -> RigEntry:
         driven=driven,
         no_inherit_rotation=no_inherit_rotation,
         inherit_scale=inherit_scale,
+        rest_local=matrices,
     )
 
 
@@ -265,6 +270,32 @@ def structure_changed(depsgraph: Any) -> bool:
     return False
 
 
+def rest_changed(depsgraph: Any) -> None:
+    """Forgets the rigs whose armature's rest changed in an update of its data (applying
+    the object's scale or rotation, Ctrl+A, rewrites the bones' rest with only the update a
+    pose change also gives: the cached lengths then stayed 1.5 times too short). One bulk
+    read of the bones' rest per armature whose data was updated and which has a rig."""
+    if not _rigs or not depsgraph.id_type_updated("ARMATURE"):
+        return
+    for update in depsgraph.updates:
+        data = update.id
+        if not isinstance(data, bpy.types.Armature):
+            continue
+        data = data.original
+        pointer = data.as_pointer()
+        for key, entry in list(_rigs.items()):
+            if entry.data_pointer != pointer:
+                continue
+            bones = data.bones
+            if len(bones) * 16 != len(entry.rest_local):
+                _rigs.pop(key, None)
+                continue
+            now = np.empty(len(entry.rest_local), np.float32)
+            bones.foreach_get("matrix_local", now)
+            if not np.array_equal(now, entry.rest_local):
+                _rigs.pop(key, None)
+
+
 #: Whether the last dependency graph update may have changed some armature's bones (live
 #: mode, whose handler runs after this module's, reads it rather than look again).
 changed_last_update = False
@@ -276,6 +307,8 @@ def on_depsgraph_update(_scene: bpy.types.Scene, depsgraph: Any = None) -> None:
     changed_last_update = depsgraph is None or structure_changed(depsgraph)
     if changed_last_update:
         clear()
+    else:
+        rest_changed(depsgraph)
 
 
 @bpy.app.handlers.persistent

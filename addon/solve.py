@@ -748,6 +748,25 @@ class Checks:
     #: Effectors whose rotation target must be met (rotation weight 1 or more, as the
     #: solver counts them): (effector index, armature-space target rotation).
     rotations: list[tuple[int, Quaternion]] = field(default_factory=list)
+    #: Each effector's target object and bone (when the target is a bone), read again when
+    #: measuring: a target that follows the chain (a bone constraint copying a chain bone's
+    #: location, an empty parented to one) moves with the solve, and measured against where
+    #: it was, the status said "reached" 0.34-0.63 away from it.
+    sources: list[tuple[Any, str]] = field(default_factory=list)
+
+    def current_targets(self, obj: bpy.types.Object) -> list[float]:
+        """The targets (armature space, flat) where Blender's evaluated scene now has them,
+        or as they were read for the solve when one cannot be read any more."""
+        if not self.sources:
+            return self.targets
+        try:
+            to_armature = obj.matrix_world.inverted_safe()
+            points: list[float] = []
+            for target, subtarget in self.sources:
+                points.extend(to_armature @ space.target_world_matrix(target, subtarget, "").translation)
+        except (ReferenceError, AttributeError, TendonUserError):
+            return self.targets
+        return points
 
     def measure(self, obj: bpy.types.Object) -> tuple[int, float, list[str]]:
         """How many effectors are not within their tolerance in Blender's evaluated pose,
@@ -757,13 +776,21 @@ class Checks:
         pose_bones = obj.pose.bones
         world = obj.matrix_world.to_3x3()
         largest = 0.0
-        targets = self.targets
+        targets = self.current_targets(obj)
         missing = [False] * len(self.bones)
+        notes = []
         for k, (bone, tail, tolerance) in enumerate(zip(self.bones, self.use_tail, self.tolerances, strict=True)):
-            offset = (pose_bones[bone].tail if tail else pose_bones[bone].head) - Vector(targets[3 * k : 3 * k + 3])
+            target = Vector(targets[3 * k : 3 * k + 3])
+            offset = (pose_bones[bone].tail if tail else pose_bones[bone].head) - target
             missing[k] = offset.length > tolerance
             largest = max(largest, (world @ offset).length)
-        notes = []
+            if missing[k] and targets is not self.targets:
+                moved = (world @ (target - Vector(self.targets[3 * k : 3 * k + 3]))).length
+                if moved > tolerance:
+                    notes.append(
+                        f"the target of bone '{bone}' moved {moved:.2g} with the solve "
+                        "(it follows a bone the solve turned)"
+                    )
         for k, rotation in self.rotations:
             angle = pose_bones[self.bones[k]].matrix.to_quaternion().rotation_difference(rotation).angle
             if angle > ROTATION_TOLERANCE:
@@ -781,6 +808,7 @@ def make_checks(
     targets: np.ndarray,
     evaluated: np.ndarray,
     goals: list[Any],
+    sighted: list[Sighted],
 ) -> Checks:
     """What each solved effector must achieve in Blender's pose: its target within the
     solver's tolerance of its chain's length (measured in the pose before the solve), from
@@ -803,6 +831,7 @@ def make_checks(
             for k, goal in enumerate(goals)
             if goal.rotation is not None and goal.rotation_weight >= 1.0
         ],
+        sources=[(s.settings.target, s.settings.subtarget) for s in sighted],
     )
 
 
@@ -1088,7 +1117,7 @@ class Shortcut:
             if chains.bone_problems(obj, entry, self.moving, mismatched, smallest, evaluated):
                 return None
         checks = make_checks(
-            obj, entry, self.reach, self.check_bones, self.use_tail, targets.points[0], evaluated, goals
+            obj, entry, self.reach, self.check_bones, self.use_tail, targets.points[0], evaluated, goals, self.sighted
         )
         return Prepared(
             entry,
@@ -1128,7 +1157,7 @@ def prepare_whole(obj: bpy.types.Object, effectors: tuple[Effector | None, ...])
     use_tail = found.use_tail
     reach = entry.remember(("reach", found.key), lambda: reach_segments(entry, tuple(found.chains), tuple(use_tail)))
     check_bones = [entry.names[bone] for bone, _ in found.chains]
-    checks = make_checks(obj, entry, reach, check_bones, use_tail, found.points, evaluated, found.goals)
+    checks = make_checks(obj, entry, reach, check_bones, use_tail, found.points, evaluated, found.goals, found.sighted)
     moving_array = np.array(moving, np.int64)
     moving_names = [entry.names[bone] for bone in moving]
     plan = found.plan
