@@ -7,7 +7,8 @@ says they changed:
 - the armature's bones changed: Blender rebuilds the dependency graph's relations (Edit
   Mode left, a bone parented, a constraint or driver added or removed: the scene shows up
   in ``depsgraph.updates``) or updates the armature's data without a transform (a bone
-  renamed);
+  renamed), or the bones' rest is not what the rig was built from when the armature's data
+  is updated (applying the object's scale or rotation);
 - a file was loaded, or undo or redo replaced the data.
 
 What may change from one solve to the next without such an event (the pose, the armature's
