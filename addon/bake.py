@@ -133,6 +133,9 @@ class Baker:
         chains: set[int] = set()
         for bone, chain_length in self.found.chains:
             chains.update(chain_bones(self.entry, bone, chain_length))
+        #: The bones the goals turn (rig indices): each frame's start takes their rotations
+        #: from their channels and every other bone from Blender's evaluated pose.
+        self.goal_bones = np.array(sorted(chains), np.int64)
         for spring in self.springs:
             # Springs swing their bones after the solve: an effector's chain among them
             # loses the reach the solve measured (the bake's figures are the solve's).
@@ -170,6 +173,9 @@ class Baker:
         self.per_frame_pose = self.slow_reason is not None
         if self.per_frame_pose:
             self.basis = np.empty((frames, n * 16), np.float32)
+        #: Each frame's evaluated pose (frames, n * 16, rig order), read when constraints or
+        #: drivers place bones of or above the chains elsewhere than their channels.
+        self.evaluated = np.empty((frames, n * 16), np.float32) if self.shaped_bones(affecting) else None
         self.static_pose = channels
         self.sampled = 0
         #: Rotations of bones scaled to zero on an axis, from their channels: (frame index,
@@ -180,11 +186,32 @@ class Baker:
         self.pose: tuple[np.ndarray, ...] = channels
         #: Whether Blender's evaluated pose missed targets the solve reached (`evaluated_check`).
         self.unshown = False
+        #: Per frame, the solve's largest distance from a target (armature space).
+        self.residuals = np.zeros(0, np.float64)
 
     # The fast path reads target F-curves directly; anything it cannot see through (parents,
     # constraints, drivers, NLA, animated chains) makes the bake evaluate the scene per frame.
+    def shaped_bones(self, affecting: set[int]) -> list[str]:
+        """The bones of or above the chains that unmuted constraints or drivers place: the
+        solve would model them from their channels, so each frame starts from where
+        Blender's evaluated pose has them (a Damped Track on the bone a chain hangs from
+        had every key 0.4-2 off)."""
+        pose_bones, names = self.obj.pose.bones, self.entry.names
+        return [
+            names[b]
+            for b in sorted(affecting)
+            if b in self.entry.driven
+            or (
+                b in self.entry.constrained
+                and any(not c.mute and c.influence > 0 for c in pose_bones[names[b]].constraints)
+            )
+        ]
+
     def needs_scene_evaluation(self, affecting: set[int]) -> str | None:
         obj = self.obj
+        shaped = self.shaped_bones(affecting)
+        if shaped:
+            return f"bone '{shaped[0]}' has constraints or drivers"
         if obj.parent is not None or len(obj.constraints):
             return f"armature '{obj.name}' has a parent or constraints"
         reason = animation_reason(obj, allowed_paths=())
@@ -270,6 +297,8 @@ class Baker:
             obj.pose.bones.foreach_get("matrix_basis", self.basis[t])
             if not entry.pose_in_order:
                 self.basis[t] = self.basis[t].reshape(-1, 16)[entry.pose_order].ravel()
+            if self.evaluated is not None:
+                self.evaluated[t] = pose.read_matrices(obj, entry, "matrix").ravel()
             (finite,), not_finite = pose.finite_rows(self.basis[t].reshape(-1, 16))
             if not_finite:
                 at_fault = [bone for bone in not_finite if bone in self.affecting]
@@ -312,7 +341,24 @@ class Baker:
     def frame_poses(self) -> tuple[np.ndarray, ...]:
         """The start pose: one, or one per frame (animated, or with scale targets applied)."""
         n, frames = len(self.entry.names), len(self.frames)
-        if self.per_frame_pose:
+        if self.per_frame_pose and self.evaluated is not None:
+            rig = self.entry.rig
+            start = (
+                np.empty((frames, n, 4), np.float32),
+                np.empty((frames, n, 3), np.float32),
+                np.empty((frames, n, 3), np.float32),
+            )
+            for t in range(frames):
+                rotations, translations, scales, *_ = rig.start_pose(
+                    self.basis[t].reshape(n, 4, 4),
+                    self.evaluated[t].reshape(n, 4, 4),
+                    self.goal_bones,
+                    column_major=True,
+                )
+                start[0][t], start[1][t], start[2][t] = rotations, translations, scales
+            for (t, bone), rotation in self.collapsed.items():
+                start[0][t, bone] = rotation
+        elif self.per_frame_pose:
             start = pose.channel_pose(self.obj, self.entry, self.basis.reshape(frames, n, 16), current=False)
             for (t, bone), rotation in self.collapsed.items():
                 start[0][t, bone] = rotation
@@ -372,6 +418,7 @@ class Baker:
         if self.found.goals:
             result = self.solve()
             reached, largest = int(np.count_nonzero(result.reached)), float(result.residual.max())
+            self.residuals = np.asarray(result.residual, np.float64)
             solved = result.rotations
             if self.obj.tendon.move_root:
                 # The root's solved translations feed the springs and are keyed.
@@ -512,12 +559,15 @@ class Baker:
             for t in checked:
                 scene.frame_set(int(frames[t]))
                 world = obj.matrix_world
+                # Missed: further than the solve itself left it (a target beyond reach on
+                # that frame is no fault of Blender's pose).
+                solved = float(self.residuals[t]) * max(world.to_scale()) if len(self.residuals) else 0.0
                 for k, effector in enumerate(self.effectors):
                     pose_bone = obj.pose.bones[effector.bone]
                     point = world @ (pose_bone.tail if effector.use_tail else pose_bone.head)
                     error = (point - Vector(self.target_points[t, k])).length
                     largest = max(largest, error)
-                    missed += error > 1e-4 * max(self.entry.longest, 1e-9)
+                    missed += error > solved + 1e-4 * max(self.entry.longest, 1e-9)
             self.restore_frame()
         where = ", ".join(str(int(frames[t])) for t in checked)
         self.unshown = bool(missed)
