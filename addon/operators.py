@@ -194,6 +194,8 @@ class TENDON_OT_remove_effector(Operator):
             )
             return {"CANCELLED"}
         settings.active_effector_index = max(0, min(index, len(settings.effectors) - 1))
+        # Removing an item tags nothing: live mode would keep the last status ("reached").
+        context.active_object.update_tag()
         self.report({"INFO"}, f"Removed the effector of bone '{bone}'")
         return {"FINISHED"}
 

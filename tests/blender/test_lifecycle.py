@@ -79,6 +79,18 @@ def test_live_mode_holds_the_chain_when_a_bone_is_posed_by_hand() -> None:
         assert "not reached" not in obj.tendon.status, obj.tendon.status
 
 
+def test_removing_the_last_effector_in_live_mode_says_so() -> None:
+    """Removing an item tags nothing: the status kept "Live: 1 effector(s) reached"."""
+    obj = rigs.chain(3)
+    rigs.add_effector(obj, "b2", rigs.empty("target", rigs.random_pose_tail(obj, "b2", seed=2)))
+    obj.tendon.live = True
+    settle()
+    assert "effector(s) reached" in obj.tendon.status
+    assert bpy.ops.tendon.remove_effector() == {"FINISHED"}
+    settle()
+    assert "no effector to solve" in obj.tendon.status, obj.tendon.status
+
+
 def test_switching_two_armatures_live_at_once_solves_both() -> None:
     """Alt+click on Live with two armatures selected: the second switch solved the first
     again before Blender had evaluated it, and refused it ("not where its own channels
