@@ -90,14 +90,16 @@ def current_effectors(obj: bpy.types.Object) -> tuple[Effector | None, ...]:
     return effectors
 
 
-def signature(obj: bpy.types.Object) -> tuple[tuple[Effector | None, ...], list[Any], space.WorldTargets]:
+def signature(
+    obj: bpy.types.Object, scene: bpy.types.Scene | None = None
+) -> tuple[tuple[Effector | None, ...], list[Any], space.WorldTargets]:
     """The effectors' settings, and everything a live solve depends on that moves: those
     settings, the armature's and targets' world matrices, the mode, and whether each
     effector's bone exists (a bone renamed or deleted in Edit Mode is reported when Pose
     Mode returns, not when a target next moves). Also the targets' world matrices by
     effector, for the solve (read once)."""
     effectors = current_effectors(obj)
-    values: list[Any] = [obj.mode, obj.matrix_world.copy(), effectors, animated_frame(obj)]
+    values: list[Any] = [obj.mode, obj.matrix_world.copy(), effectors, animated_frame(obj, scene)]
     world: space.WorldTargets = {}
     bones = obj.data.bones
     for position, effector in enumerate(effectors):
@@ -115,7 +117,7 @@ def signature(obj: bpy.types.Object) -> tuple[tuple[Effector | None, ...], list[
     return effectors, values, world
 
 
-def animated_frame(obj: bpy.types.Object) -> float | None:
+def animated_frame(obj: bpy.types.Object, scene: bpy.types.Scene | None = None) -> float | None:
     """The scene's frame when the armature is animated (an action, NLA strips or drivers):
     a frame change then sets the chain's channels anew, and the pose must be solved again
     even though no target moved (the status kept saying "reached" with a hand 8 cm off;
@@ -123,7 +125,8 @@ def animated_frame(obj: bpy.types.Object) -> float | None:
     anim = obj.animation_data
     if anim is None or (anim.action is None and not anim.nla_tracks and not anim.drivers):
         return None
-    return bpy.context.scene.frame_float
+    # The scene whose update this is (the window's may be another).
+    return (scene or bpy.context.scene).frame_float
 
 
 def unchanged(last: list[Any] | None, seen: list[Any]) -> bool:
@@ -157,12 +160,12 @@ def live_update(scene: bpy.types.Scene, force: Any = None, posed: frozenset[int]
                 set_status(obj, "Live: paused in Edit Mode")
                 continue
             try:
-                effectors, seen, world = signature(obj)
+                effectors, seen, world = signature(obj, scene)
             except ReferenceError:
                 # A target removed since its settings were kept (a frame change tells the
                 # rig cache nothing): read them again, now without it.
                 _effectors.pop(key, None)
-                effectors, seen, world = signature(obj)
+                effectors, seen, world = signature(obj, scene)
             if obj != force and unchanged(_signatures.get(key), seen):
                 # The update that follows a live solve: measure it in the pose Blender shows.
                 pending = _unmeasured.pop(key, None)
