@@ -792,11 +792,24 @@ class Checks:
                         "(it follows a bone the solve turned)"
                     )
         for k, rotation in self.rotations:
-            angle = pose_bones[self.bones[k]].matrix.to_quaternion().rotation_difference(rotation).angle
+            angle = turn_between(pose_bones[self.bones[k]].matrix.to_quaternion(), rotation)
             if angle > ROTATION_TOLERANCE:
                 missing[k] = True
                 notes.append(f"bone '{self.bones[k]}' is turned {math.degrees(angle):.3g} deg from its rotation target")
         return sum(missing), largest, notes
+
+
+def turn_between(a: Quaternion, b: Quaternion) -> float:
+    """The angle (radians) of the rotation between `a` and `b`, in double precision and the
+    shorter way round: mathutils' `rotation_difference(...).angle` works in single
+    precision (no turn under about 1e-3 rad shows) and gives nearly 2*pi for quaternions of
+    opposite signs (a bone on its target was said to be turned 360 degrees from it)."""
+    w = a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3]
+    # |a^-1 b|'s vector part, from the components in double precision.
+    x = a[0] * b[1] - a[1] * b[0] - a[2] * b[3] + a[3] * b[2]
+    y = a[0] * b[2] + a[1] * b[3] - a[2] * b[0] - a[3] * b[1]
+    z = a[0] * b[3] - a[1] * b[2] + a[2] * b[1] - a[3] * b[0]
+    return 2.0 * math.atan2(math.sqrt(x * x + y * y + z * z), abs(w))
 
 
 def make_checks(

@@ -93,6 +93,26 @@ def test_a_rotation_target_the_bone_cannot_meet_is_not_reached(solver: str) -> N
     assert ("not reached" in obj.tendon.status) == (position > 1e-4), (position, obj.tendon.status)
 
 
+@pytest.mark.parametrize("turn", [-2.5, 2.0, 2.5, 3.1])
+def test_a_rotation_target_turned_far_round_is_measured_as_met(turn: float) -> None:
+    """A bone on a rotation target turned 2.5-3.14 rad: the status said it was 360 degrees
+    off (single-precision angle of quaternions of opposite signs)."""
+    obj = rigs.chain(3)
+    rigs.update()
+    target = rigs.empty("target", rigs.head_world(obj, "b2") + Vector((0.3, -0.2, 0.1)))
+    target.rotation_euler = (0.0, 0.4, turn)
+    rigs.add_effector(obj, "b2", target, chain_length=3)
+    effector = obj.tendon.effectors[0]
+    effector.use_tail, effector.use_rotation, effector.rotation_weight = False, True, 1.0
+    assert bpy.ops.tendon.solve() == {"FINISHED"}
+    rigs.update()
+    turned = (obj.matrix_world @ obj.pose.bones["b2"].matrix).to_quaternion()
+    assert turned.rotation_difference(target.matrix_world.to_quaternion()).angle < 1e-3 or (
+        abs(turned.dot(target.matrix_world.to_quaternion())) > 1 - 1e-6
+    )
+    assert "not reached" not in obj.tendon.status, obj.tendon.status
+
+
 def test_same_world_pose_whatever_the_rotation_modes() -> None:
     obj = rigs.chain(5)
     target = rigs.empty("target", rigs.random_pose_tail(obj, "b4", seed=11))

@@ -721,6 +721,36 @@ def test_hinges_flex_the_human_way_whatever_the_bone_roll(pose: str, roll_seed: 
             )
 
 
+@pytest.mark.parametrize("pose", ["T", "A"])
+@pytest.mark.parametrize("droop", [-10.0, -5.0, 5.0, 10.0])
+def test_an_elbow_bent_across_the_body_at_rest_still_flexes_forward(pose: str, droop: float) -> None:
+    """A rest forearm bent a few degrees in the body's front plane (sagging down or in, as
+    A- and T-posed characters often are): that bend is not the elbow's hinge. Taken as
+    one, the hinge turned 90 degrees and flexing the elbow moved the hand into the body."""
+    names_by_role, spine, neck, extras = CONVENTIONS["Unreal mannequin"]
+    rows = humanoid_rows(names_by_role, spine, neck, pose=pose, extras=extras)
+    names, parents, heads, tails = arrays(rows)
+    forward = np.array([0.0, -1.0, 0.0])
+    for side, s in SIDES.items():
+        fore = names.index(names_by_role[f"forearm.{side}"])
+        elbow = heads[fore].copy()
+        turn = rotation(forward, s * math.radians(droop))
+        # The forearm and everything below it turned about the elbow, in the front plane.
+        below = [i for i in range(len(names)) if i == fore or _descends(parents, i, fore)]
+        for i in below:
+            heads[i] = elbow + turn @ (heads[i] - elbow)
+            tails[i] = elbow + turn @ (tails[i] - elbow)
+    rest = rest_matrices(heads, tails)
+    found = humanoid.recognize(names, parents, heads, tails, rest)
+    limits = humanoid.human_limits(found, names, heads, tails, rest)
+    for side in "LR":
+        lower = names.index(found.roles[f"forearm.{side}"])
+        limit = limits[names[lower]]
+        moved = flexed_tail(rest, heads, tails, lower, limit, 0.5 * limit["x"]["max"]) - tails[lower]
+        length = np.linalg.norm(tails[lower] - heads[lower])
+        assert np.dot(moved, forward) > 0.3 * length, (side, moved)
+
+
 def neutral_matrix(limit: dict) -> np.ndarray:
     """The limit's neutral ([w, x, y, z], rest when absent) as a rotation matrix, written
     out here rather than taken from the module."""

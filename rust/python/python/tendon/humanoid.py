@@ -1093,6 +1093,9 @@ class _Geometry:
     parents: list[int]
     #: Heads, tails and rest-to-pose rotations of a pose read for hinges only, or None.
     hinge_pose: tuple[FloatArray, FloatArray, FloatArray] | None = None
+    #: Whether `heads` and `tails` are a given pose's (else the rest's, whose bends are a
+    #: shape the rig was built in rather than a flexion).
+    posed: bool = False
 
     def direction(self, bone: int) -> FloatArray:
         return _unit(self.tails[bone] - self.heads[bone])
@@ -1159,7 +1162,9 @@ def human_limits(
     roles = {role: index[bone] for role, bone in humanoid.roles.items()}
     frame = _character_frame(roles, head_geo, tail_geo)
     rest_frame = _character_frame(roles, head_rest, tail_rest)
-    geometry = _Geometry(head_geo, tail_geo, head_rest, tail_rest, frame, rest_frame, parents, hinge_pose)
+    geometry = _Geometry(
+        head_geo, tail_geo, head_rest, tail_rest, frame, rest_frame, parents, hinge_pose, pose_matrices is not None
+    )
 
     # Parents first: each bone's turn from where it is (rest or pose) to where it is in the
     # neutral standing pose, and each joint's flexion axis there.
@@ -1267,17 +1272,26 @@ def _neutral(
         upper = roles.get(f"{'thigh' if base == 'shin' else 'upper_arm'}.{side}")
         if upper is not None:
             bend = np.cross(geometry.direction(upper), geometry.direction(bone))
-            # A bend of 3 degrees or more shows the hinge: flexion continues it, unless it
-            # bends clearly against the character's forward (a hyperextended rest).
-            if np.linalg.norm(bend) < math.sin(math.radians(3.0)) and geometry.hinge_pose is not None:
-                # Straight here: a bend in the given pose, carried back by the bone's turn.
+            posed_bend = geometry.posed
+            if geometry.hinge_pose is not None:
+                # A bend in the given pose, carried back by the bone's turn, when it bends
+                # clearly more than the rest does (a flexion, not the rest's shape again): a
+                # slight rest bend shows its plane poorly.
                 heads, tails, turns = geometry.hinge_pose
                 posed = np.cross(_unit(tails[upper] - heads[upper]), _unit(tails[bone] - heads[bone]))
-                if np.linalg.norm(posed) >= math.sin(math.radians(10.0)):
-                    bend = turns[bone].T @ posed
+                rest_bend = float(np.linalg.norm(bend))
+                if np.linalg.norm(posed) >= max(math.sin(math.radians(10.0)), rest_bend + math.sin(math.radians(5.0))):
+                    bend, posed_bend = turns[bone].T @ posed, True
+            # A bend of 3 degrees or more shows the hinge: flexion continues it (the other
+            # way when it bends clearly against the character's forward: a hyperextended
+            # rest). A rest bend only when it lies within 45 degrees of the anatomical
+            # hinge: an elbow drooping or bent across the body in an A- or T-pose rest (a
+            # shape, not a flexion) put the hinge 90 degrees off, the elbow flexing into the
+            # body. A pose's bend is a flexion whatever its plane.
             if np.linalg.norm(bend) >= math.sin(math.radians(3.0)):
                 hinge = _unit(_reject(turn @ _unit(bend), n))
-                x = hinge if float(np.dot(hinge, x)) > -math.cos(math.radians(45.0)) else -hinge
+                if posed_bend or abs(float(np.dot(hinge, x))) >= math.cos(math.radians(45.0)):
+                    x = hinge if float(np.dot(hinge, x)) > -math.cos(math.radians(45.0)) else -hinge
     elif base == "hand":
         knuckles = _knuckle_line(bone, geometry)
         if knuckles is not None:
