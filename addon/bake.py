@@ -379,7 +379,11 @@ class Baker:
             return rotations
         tendon, scene = native.native(), self.scene
         fps = scene.render.fps / scene.render.fps_base
-        dt = self.settings.step / fps
+        # Each frame's own gap: a step that does not divide the range ends on a shorter one
+        # (simulated as a whole step, the last frame's tail was 0.175 off on a 0.95 chain).
+        dt: Any = self.settings.step / fps
+        if len(self.frames) > 1:
+            dt = np.diff(self.frames).astype(np.float32) / np.float32(fps)
         gravity = np.array(scene.gravity if scene.use_gravity else (0.0, 0.0, 0.0), np.float64)
         # The world's down in armature space at each frame: an armature that turns over the
         # range (a roll, a cartwheel) turns it (one direction for all frames hung its chains
@@ -395,7 +399,9 @@ class Baker:
             try:
                 simulation = tendon.SpringSimulation(
                     self.entry.rig,
-                    [(spring.tip, spring.chain_length, [item.mass] * len(spring.bones))],
+                    # `mass` is the tip's against the chain's other joints (1 each): the
+                    # same mass everywhere cancelled out (a setting that did nothing).
+                    [(spring.tip, spring.chain_length, [1.0] * (len(spring.bones) - 1) + [item.mass])],
                     gravity=tuple(armature_gravity),
                     damping=item.damping,
                     stiffness=item.stiffness,

@@ -149,7 +149,14 @@ class TendonSpring(PropertyGroup):
         max=255,
         description="How many bones, counting the tip, swing (0: up to the root)",
     )
-    mass: FloatProperty(name="Mass", default=1.0, min=0.001, soft_max=10.0, description="Mass of each bone's far end")
+    mass: FloatProperty(
+        name="Tip Mass",
+        default=1.0,
+        min=0.001,
+        soft_max=10.0,
+        description="Mass of the chain's last joint against its other joints (1 each): heavier swings the tip "
+        "more like a weight on a rope",
+    )
     stiffness: FloatProperty(
         name="Stiffness",
         default=spring_default("stiffness", 6.0),

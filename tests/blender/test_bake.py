@@ -507,6 +507,55 @@ def test_spring_chain_falls_swings_settles_hanging_and_ignores_the_frame_rate() 
     assert gap.max() < 0.09 and gap[times >= 5.0].max() < 5e-3, np.round(gap, 4)
 
 
+def swung_spring_tip(tip_mass: float, step: int, last: int, swing: bool = True) -> np.ndarray:
+    """The world tail of a three-bone spring chain lying out along +Y, on a root swung about
+    Z over frames 1-20 (or still, the chain falling under gravity alone), baked over frames
+    1 to `last` in `step`s: (frame, tail) per keyed frame."""
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.context.scene.render.fps, bpy.context.scene.render.fps_base = 24, 1.0
+    obj = rigs.chain(4, name="Swung", bend=0.05)
+    root = obj.pose.bones["b0"]
+    for frame, angle in ((1, 0.0), (8, 0.8), (16, -0.8), (20, 0.0)) if swing else ():
+        root.rotation_quaternion = (np.cos(angle / 2), 0.0, 0.0, np.sin(angle / 2))
+        root.keyframe_insert("rotation_quaternion", frame=frame)
+    rigs.activate(obj)
+    obj.data.bones.active = obj.data.bones["b3"]
+    assert bpy.ops.tendon.add_spring(chain_length=3) == {"FINISHED"}
+    obj.tendon.springs[0].mass = tip_mass
+    if not swing:
+        obj.tendon.springs[0].stiffness = 0.0
+    assert bpy.ops.tendon.bake(frame_start=1, frame_end=last, step=step) == {"FINISHED"}
+    frames = [*range(1, last + 1, step)]
+    frames += [last] if frames[-1] != last else []
+    out = []
+    for frame in frames:
+        bpy.context.scene.frame_set(frame)
+        out.append([frame, *rigs.tail_world(obj, "b3")])
+    return np.array(out)
+
+
+def test_spring_tip_mass_changes_the_swing() -> None:
+    """Every joint got the same mass, which cancels out: 0.001, 1 and 10 baked the same
+    tip to the last digit. The setting is the tip's mass against the other joints'."""
+    light, heavy = swung_spring_tip(1.0, 1, 30), swung_spring_tip(10.0, 1, 30)
+    gap = np.linalg.norm(light[:, 1:] - heavy[:, 1:], axis=1)
+    assert gap.max() > 0.05, gap.max()
+
+
+def test_spring_chain_keys_a_last_frame_the_step_does_not_reach_in_its_own_time() -> None:
+    """Frames 1-23 in steps of 5 key 21 and then 23: that last gap was simulated as a whole
+    step, the tip 0.175 off where keying every frame puts it. A chain falling under
+    gravity alone (nothing animated, so the steps sample nothing differently)."""
+    every, stepped = swung_spring_tip(1.0, 1, 23, swing=False), swung_spring_tip(1.0, 5, 23, swing=False)
+    assert stepped[-1, 0] == 23 and stepped[-2, 0] == 21
+    at = {int(row[0]): row[1:] for row in every}
+    assert np.linalg.norm(every[-1, 1:] - every[0, 1:]) > 0.5, "the chain hardly fell"
+    for row in stepped:
+        # The internal time step is fixed: the frames a step keys are where every-frame
+        # keying has them.
+        assert np.linalg.norm(row[1:] - at[int(row[0])]) < 2e-3, row
+
+
 def test_scale_target_scales_the_chain_before_reaching() -> None:
     obj = rigs.chain(3)
     target = rigs.empty("target", rigs.random_pose_tail(obj, "b2", seed=6, spread=0.5) * 1.3)

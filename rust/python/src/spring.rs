@@ -181,7 +181,9 @@ impl SpringSimulation {
     }
 
     /// Simulates a frame range in one call: animated poses (frames, n, 4) rotations and
-    /// optional (frames, n, 3) translations and scales, `dt` seconds apart. Restarts at
+    /// optional (frames, n, 3) translations and scales, `dt` seconds apart (or, as
+    /// (frames - 1,) seconds, each frame's gap from the one before: a bake whose step does
+    /// not divide its range ends on a shorter gap). Restarts at
     /// the first frame unless `reset` is false. `gravity` (frames, 3), armature space,
     /// replaces the setting frame by frame (an armature that turns over the range turns
     /// the world's down with it). Returns (frames, n, 4) rotations.
@@ -191,7 +193,7 @@ impl SpringSimulation {
         &mut self,
         py: Python<'py>,
         rotations: &Bound<'py, PyAny>,
-        dt: f32,
+        dt: &Bound<'py, PyAny>,
         translations: Option<&Bound<'py, PyAny>>,
         scales: Option<&Bound<'py, PyAny>>,
         reset: bool,
@@ -200,6 +202,19 @@ impl SpringSimulation {
         let n = self.rig.len();
         let mut data = FrameData::default();
         let frames = read_f32(rotations, "rotations", &[ANY, n, 4], &mut data.rotations)?[0];
+        let gaps = match dt.extract::<f32>() {
+            Ok(uniform) => vec![uniform; frames.saturating_sub(1)],
+            Err(_) => {
+                let mut gaps = Vec::new();
+                read_f32(dt, "dt", &[frames.saturating_sub(1)], &mut gaps)?;
+                gaps
+            }
+        };
+        if let Some(bad) = gaps.iter().find(|g| !(g.is_finite() && **g >= 0.0)) {
+            return Err(SolverError::new_err(format!(
+                "dt must be a finite number of seconds of 0 or more, not {bad}"
+            )));
+        }
         read_frame_vectors(
             translations,
             "translations",
@@ -232,7 +247,12 @@ impl SpringSimulation {
                     if !gravities.is_empty() {
                         sim.params.gravity = Vec3::from_slice(&gravities[3 * frame..3 * frame + 3]);
                     }
-                    sim.advance(rig, pose, if frame == 0 { 0.0 } else { dt }, out)?;
+                    sim.advance(
+                        rig,
+                        pose,
+                        if frame == 0 { 0.0 } else { gaps[frame - 1] },
+                        out,
+                    )?;
                     write_rotations(rig, out, &mut result[frame * n * 4..(frame + 1) * n * 4]);
                 }
                 Ok(())

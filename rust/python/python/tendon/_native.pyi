@@ -261,7 +261,7 @@ class SpringSimulation:
     def simulate(
         self,
         rotations: _ArrayLike,
-        dt: float,
+        dt: float | _ArrayLike,
         translations: _ArrayLike | None = None,
         scales: _ArrayLike | None = None,
         reset: bool = True,
