@@ -411,6 +411,12 @@ impl Solver for TensionMinimizer {
                 &self.group_goals[group.goals.clone()],
                 &self.refresh[group.refresh.clone()],
             );
+            // A pole sets the plane its chain bends in, which relaxing would leave (the
+            // knee 0.8-9 cm off the pole's plane on a two-bone leg): such a group keeps
+            // the pose the start solve gave it, the pole's.
+            if goals.iter().any(|&g| self.ws.goals[g].goal.pole.is_some()) {
+                continue;
+            }
             let (ws, joints, references) =
                 (&mut self.ws, &mut self.joints, &self.reference_inverse);
             let joint_range = group.joints.clone();
