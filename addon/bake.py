@@ -26,10 +26,11 @@ from .solve import (
     apply_scales,
     armature_problem,
     chain_bones,
+    chain_scale_goals,
     current_goals,
     drop_unsolvable,
     effector_label,
-    effector_target_scale,
+    inherited_scale,
     non_uniform_scales,
     scale_targets,
     set_reference,
@@ -273,7 +274,9 @@ class Baker:
         armature_scale = np.array(self.obj.matrix_world.to_scale(), np.float32)
         for k, plan in enumerate(self.scale_plans):
             target = self.obj.tendon.effectors[plan.effector].target
-            self.scale_goals[:, k] = object_channel(target, "scale", self.frames) / armature_scale
+            self.scale_goals[:, k] = object_channel(target, "scale", self.frames) / (
+                armature_scale * inherited_scale(self.obj, self.entry, plan)
+            )
         self.sampled = len(self.frames)
 
     def sample_scene(self, first: int, end: int) -> None:
@@ -292,8 +295,8 @@ class Baker:
                 if effector.pole_target is not None:
                     pole = space.target_world_matrix(effector.pole_target, effector.pole_subtarget, label)
                     self.pole_points[t, k] = pole.translation
-            for k, plan in enumerate(self.scale_plans):
-                self.scale_goals[t, k] = effector_target_scale(obj, obj.tendon.effectors[plan.effector])
+            if self.scale_plans:
+                self.scale_goals[t] = chain_scale_goals(obj, entry, self.scale_plans)
             obj.pose.bones.foreach_get("matrix_basis", self.basis[t])
             if not entry.pose_in_order:
                 self.basis[t] = self.basis[t].reshape(-1, 16)[entry.pose_order].ravel()
@@ -368,8 +371,11 @@ class Baker:
             return self.static_pose
         if self.scale_plans:
             scales = start[2].copy()
+            short: list[str] = []
             for t in range(frames):
-                apply_scales(self.scale_plans, self.scale_goals[t], scales[t])
+                short = short or apply_scales(self.scale_plans, self.scale_goals[t], scales[t])
+            # What the limits cannot make up, once (as a single solve says it).
+            self.found.warnings += short[:1]
             start = (start[0], start[1], scales)
         return start
 

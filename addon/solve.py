@@ -589,6 +589,25 @@ def effector_target_scale(obj: bpy.types.Object, effector: Any) -> np.ndarray:
     return space.target_scale(obj, space.target_world_matrix(effector.target, effector.subtarget, label))
 
 
+def inherited_scale(obj: bpy.types.Object, entry: RigEntry, plan: ScaleTarget) -> np.ndarray:
+    """The scale a plan's chain inherits from the bones above it, in Blender's evaluated
+    pose (per axis, armature space): the chain's own scales make up only the rest."""
+    parent = entry.parents[plan.bones[0]]
+    if parent < 0:
+        return np.ones(3, np.float32)
+    return np.array(obj.pose.bones[entry.names[parent]].matrix.to_scale(), np.float32)
+
+
+def chain_scale_goals(obj: bpy.types.Object, entry: RigEntry, plans: list[ScaleTarget]) -> np.ndarray:
+    """Each plan's goal for its chain's own scales (plans, 3): its target's scale over the
+    scale the chain inherits (a chain under a parent scaled 2 matched a target of 1.5 with
+    an effector of 3)."""
+    return np.array(
+        [effector_target_scale(obj, obj.tendon.effectors[p.effector]) / inherited_scale(obj, entry, p) for p in plans],
+        np.float32,
+    ).reshape(len(plans), 3)
+
+
 def non_uniform_scales(plans: list[ScaleTarget], goals: np.ndarray) -> list[str]:
     """Warnings for the plans whose goal scales (goals: (..., plans, 3)) differ by axis:
     each chain bone is scaled along its own axes, which a chain turned away from the
@@ -604,14 +623,25 @@ def non_uniform_scales(plans: list[ScaleTarget], goals: np.ndarray) -> list[str]
     ]
 
 
-def apply_scales(plans: list[ScaleTarget], goals: np.ndarray, scales: np.ndarray) -> None:
-    """Sets the pose scales of each plan's chain from its goal scale (goals: plans x 3)."""
+def apply_scales(plans: list[ScaleTarget], goals: np.ndarray, scales: np.ndarray) -> list[str]:
+    """Sets the pose scales of each plan's chain from its goal scale (goals: plans x 3).
+    Returns a note for each plan whose bones' scale limits cannot make up its goal (the
+    status said "reached" with the effector at 1.158 for a target of 1.5)."""
     tendon = native.native()
+    notes = []
     for plan, goal in zip(plans, goals, strict=True):
         try:
             scales[plan.bones] = tendon.distribute_scale(goal, len(plan.bones), plan.low, plan.high)
         except tendon.TendonError as error:
             raise TendonUserError(f"Scale target of effector {plan.effector + 1}: {error}") from error
+        made = np.prod(scales[plan.bones], axis=0)
+        if (np.abs(made - goal) > 1e-4 * np.abs(goal).max()).any():
+            notes.append(
+                f"effector {plan.effector + 1}: the chain's scale limits allow a scale of "
+                f"{', '.join(f'{v:.4g}' for v in made)} of the {', '.join(f'{v:.4g}' for v in goal)} "
+                "its target needs"
+            )
+    return notes
 
 
 # --- The solver ---------------------------------------------------------------------------
@@ -1162,10 +1192,10 @@ def prepare_whole(obj: bpy.types.Object, effectors: tuple[Effector | None, ...])
     plans = scale_targets(obj, entry, found)
     if plans:
         # Scale first, as the guide advises: the positions then reach with the new lengths.
-        goals = np.array([effector_target_scale(obj, obj.tendon.effectors[p.effector]) for p in plans], np.float32)
+        goals = chain_scale_goals(obj, entry, plans)
         found.warnings += non_uniform_scales(plans, goals)
         scales = scales.copy()
-        apply_scales(plans, goals, scales)
+        found.warnings += apply_scales(plans, goals, scales)
         pose.write_vectors(obj, entry, "scale", np.array(sorted({b for p in plans for b in p.bones})), scales)
     use_tail = found.use_tail
     reach = entry.remember(("reach", found.key), lambda: reach_segments(entry, tuple(found.chains), tuple(use_tail)))

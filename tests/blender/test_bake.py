@@ -593,6 +593,32 @@ def test_scale_target_scales_the_chain_before_reaching() -> None:
     assert (rigs.tail_world(obj, "b2") - target.location).length < 1e-4
 
 
+def test_a_scale_target_counts_the_scale_above_the_chain_and_names_what_limits_hold_back() -> None:
+    """The chain under a bone scaled 2 took the target's 1.5 on itself: the effector showed
+    3.0 and the status said "reached". And limits that cannot make up the goal (every bone
+    at most 1.05: 1.158 of 1.5) said nothing. Solved, and baked."""
+    obj = rigs.chain(4)
+    obj.pose.bones["b0"].scale = (2.0, 2.0, 2.0)
+    rigs.update()
+    target = rigs.empty("target", rigs.tail_world(obj, "b3"))
+    target.scale = (1.5, 1.5, 1.5)
+    rigs.add_effector(obj, "b3", target, chain_length=3)
+    obj.tendon.effectors[0].use_scale = True
+    assert bpy.ops.tendon.solve() == {"FINISHED"}
+    rigs.update()
+    shown = (obj.matrix_world @ obj.pose.bones["b3"].matrix).to_scale()
+    np.testing.assert_allclose(tuple(shown), (1.5, 1.5, 1.5), rtol=1e-4)
+    for bone in ("b1", "b2", "b3"):
+        obj.pose.bones[bone].tendon.use_scale_limit = True
+        obj.pose.bones[bone].tendon.scale_max = (1.05, 1.05, 1.05)
+    obj.pose.bones["b0"].scale = (1.0, 1.0, 1.0)
+    assert bpy.ops.tendon.solve() == {"FINISHED"}
+    assert "scale limits allow a scale of 1.158" in obj.tendon.status, obj.tendon.status
+    target.keyframe_insert("location", frame=1)
+    assert bpy.ops.tendon.bake(frame_start=1, frame_end=5) == {"FINISHED"}
+    assert "scale limits allow a scale of 1.158" in obj.tendon.status, obj.tendon.status
+
+
 def test_target_curves_are_sampled_as_blender_evaluates_them() -> None:
     """The fast path reads target F-curves natively: it must match Blender's evaluation."""
     target = rigs.empty("target", (0.0, 0.0, 0.0))
