@@ -141,11 +141,11 @@ def unchanged(last: list[Any] | None, seen: list[Any]) -> bool:
     return last[:2] == seen[:2] and last[3:] == seen[3:] and repr(last[2]) == repr(seen[2])
 
 
-def live_update(scene: bpy.types.Scene, force: Any = None, posed: frozenset[int] = frozenset()) -> None:
+def live_update(scene: bpy.types.Scene, force: Any = None, depsgraph: Any = None) -> None:
     """Re-solves each live armature of `scene` whose targets moved, or whose pose something
-    else changed (`posed`: the pointers of armatures the update evaluated anew, a bone posed
-    by hand). `force`: an armature to solve whatever its signature (live mode just switched
-    on for it). Never raises: problems go to the armature's status line."""
+    else changed (in `depsgraph`'s updates: a bone posed by hand). `force`: an armature to
+    solve whatever its signature (live mode just switched on for it). Never raises:
+    problems go to the armature's status line."""
     global _busy
     if _busy:
         return
@@ -172,7 +172,7 @@ def live_update(scene: bpy.types.Scene, force: Any = None, posed: frozenset[int]
                 if pending is not None:
                     measure(obj, pending[1])
                     continue
-                if key not in posed:
+                if key not in posed_armatures(depsgraph):
                     continue
                 # Nothing live mode follows moved, but the pose did (a bone above or in a
                 # chain posed by hand): solve again, as an IK constraint would hold the
@@ -271,7 +271,7 @@ def on_depsgraph_update(scene: bpy.types.Scene, depsgraph: Any = None) -> None:
         # and an effector's target deleted.
         _live = None
         _effectors.clear()
-    live_update(scene, posed=posed_armatures(depsgraph) if _signatures else frozenset())
+    live_update(scene, depsgraph=depsgraph)
 
 
 def posed_armatures(depsgraph: Any) -> frozenset[int]:

@@ -874,7 +874,17 @@ def make_checks(
             for k, goal in enumerate(goals)
             if goal.rotation is not None and goal.rotation_weight >= 1.0
         ],
-        sources=[(s.settings.target, s.settings.subtarget) for s in sighted],
+        sources=[(s.settings.target, s.settings.subtarget) for s in sighted]
+        if any(may_follow(s.settings.target, s.settings.subtarget) for s in sighted)
+        else [],
+    )
+
+
+def may_follow(target: Any, subtarget: str) -> bool:
+    """Whether a target could move when the armature's pose does (a bone, or an object with
+    a parent or constraints): only then is it read again when measuring."""
+    return target is not None and (
+        bool(subtarget) or target.parent is not None or len(target.constraints) > 0 or target.type == "ARMATURE"
     )
 
 
