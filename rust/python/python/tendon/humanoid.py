@@ -1126,8 +1126,10 @@ def human_limits(
     (optional, same form, Blender's ``pose_bone.matrix``): with `pose_for` ``"all"``,
     directions and bends are read from that pose instead of rest (see the module's
     docstring); with ``"hinges"``, everything comes from rest except the hinge of a knee or
-    elbow that is straight in rest (under 3 degrees) and bent in the pose (10 degrees or
-    more): its axis is read from the pose."""
+    elbow bent in the pose by 10 degrees or more and at least 5 more than in rest: its
+    axis is read from the pose. A rest bend (3 degrees or more) gives the hinge only when
+    it lies within 45 degrees of the anatomical one (an A-pose forearm drooping across the
+    body is a shape, not a flexion)."""
     if pose_for not in ("all", "hinges"):
         raise HumanoidError(f"pose_for must be 'all' or 'hinges', not {pose_for!r}")
     names = list(names)

@@ -143,11 +143,14 @@ impl Workspace {
                 > margin * goal.base_reach * (1.0 + 1e-4)
         };
         // While no one translation brings every goal within reach, one goal is given up at
-        // a time: the one without which the others are left least beyond reach, and of
-        // those the one without which the root moves least (a hand ten metres off, not
-        // the other hand on its target). Giving up at once every goal still beyond the
-        // compromise gave up all of them when two sets conflicted (hands far forward, feet
-        // below reach), and the root did not move for the feet either.
+        // a time: the one without which the others are left least beyond reach; of those
+        // (within a tenth), the one that lies furthest beyond reach from where the
+        // root is, and then the one without which the root moves least (a hand ten metres
+        // off, not the other hand on its target). Giving up at once every goal still
+        // beyond the compromise gave up all of them when two sets conflicted (hands far
+        // forward, feet below reach), and the root did not move for the feet either;
+        // without the second rule, hands metres ahead tied with the feet and float noise
+        // chose, frame by frame (a bake's hips jumped 0.7 m between frames).
         let excess_after = |shift: Vec3, goals: &[usize]| -> f32 {
             goals
                 .iter()
@@ -158,27 +161,37 @@ impl Workspace {
                 })
                 .sum()
         };
+        let demand = |g: usize| {
+            let goal = &self.goals[g];
+            (goal.goal.target - self.head(goal.base)).length() - goal.base_reach
+        };
         let mut least = self.reach_shift_within(active, 1.0);
         while active.iter().any(|&g| beyond_after(least, g, 1.0)) {
-            let mut best: Option<(usize, f32, Vec3)> = None;
+            let mut best: Option<(usize, f32, f32, Vec3)> = None;
             for &left_out in active.iter() {
                 trial.clear();
                 trial.extend(active.iter().copied().filter(|&g| g != left_out));
                 let shift = self.reach_shift_within(trial, 1.0);
                 let excess = excess_after(shift, trial);
+                let asks = demand(left_out);
                 let better = match best {
                     None => true,
-                    Some((_, best_excess, best_shift)) => {
-                        excess < best_excess - 1e-6
-                            || (excess <= best_excess + 1e-6
-                                && shift.length() < best_shift.length())
+                    Some((_, best_excess, best_asks, best_shift)) => {
+                        // Symmetric sets tie exactly in a linear model (two hands and
+                        // two feet: 4d/3 whichever goes) and nearly in the rig's.
+                        let tie = 1e-6 + 0.1 * excess.max(best_excess);
+                        excess < best_excess - tie
+                            || (excess <= best_excess + tie
+                                && (asks > best_asks + tie
+                                    || (asks >= best_asks - tie
+                                        && shift.length() < best_shift.length())))
                     }
                 };
                 if better {
-                    best = Some((left_out, excess, shift));
+                    best = Some((left_out, excess, asks, shift));
                 }
             }
-            let Some((left_out, _, shift)) = best else {
+            let Some((left_out, _, _, shift)) = best else {
                 break;
             };
             active.retain(|&g| g != left_out);
