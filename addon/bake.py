@@ -157,6 +157,8 @@ class Baker:
         for bone in chains:
             affecting.update(chain_bones(self.entry, bone, 0))
         self.affecting = affecting
+        #: Bones of or above the chains that constraints or drivers place (`shaped_bones`).
+        self.shaped = self.shaped_bones(affecting)
         self.slow_reason = self.needs_scene_evaluation(affecting)
         frames, goals, n = len(self.frames), len(self.found.goals), len(self.entry.names)
         effectors = [obj.tendon.effectors[i] for i in self.found.effectors]
@@ -176,7 +178,7 @@ class Baker:
             self.basis = np.empty((frames, n * 16), np.float32)
         #: Each frame's evaluated pose (frames, n * 16, rig order), read when constraints or
         #: drivers place bones of or above the chains elsewhere than their channels.
-        self.evaluated = np.empty((frames, n * 16), np.float32) if self.shaped_bones(affecting) else None
+        self.evaluated = np.empty((frames, n * 16), np.float32) if self.shaped else None
         self.static_pose = channels
         self.sampled = 0
         #: Rotations of bones scaled to zero on an axis, from their channels: (frame index,
@@ -210,9 +212,8 @@ class Baker:
 
     def needs_scene_evaluation(self, affecting: set[int]) -> str | None:
         obj = self.obj
-        shaped = self.shaped_bones(affecting)
-        if shaped:
-            return f"bone '{shaped[0]}' has constraints or drivers"
+        if self.shaped:
+            return f"bone '{self.shaped[0]}' has constraints or drivers"
         if obj.parent is not None or len(obj.constraints):
             return f"armature '{obj.name}' has a parent or constraints"
         reason = animation_reason(obj, allowed_paths=())

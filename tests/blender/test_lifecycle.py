@@ -13,6 +13,7 @@ import bpy
 import pytest
 import rigs
 from mathutils import Quaternion, Vector
+from test_bake import animated_chain
 
 from conftest import MODULE
 
@@ -195,13 +196,8 @@ def test_a_library_override_keeps_its_effectors_and_settings(tmp_path: Path) -> 
 
 
 def constrained_bake(constrain: str) -> tuple[bpy.types.Object, bpy.types.Object]:
-    obj = rigs.chain(4)
-    points = [rigs.random_pose_tail(obj, "b3", seed=s, spread=0.6) for s in range(3)]
-    target = rigs.empty("target", points[0])
-    for frame, point in zip((1, 10, 20), points, strict=True):
-        target.location = point
-        target.keyframe_insert("location", frame=frame)
-    rigs.add_effector(obj, "b3", target, chain_length=3)
+    obj, target = animated_chain()
+    obj.tendon.effectors[0].chain_length = 3
     if constrain == "DAMPED_TRACK":
         track = obj.pose.bones["b0"].constraints.new("DAMPED_TRACK")
         track.target, track.influence = rigs.empty("look", (2.0, 0.0, 0.0)), 0.3
