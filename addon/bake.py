@@ -32,6 +32,7 @@ from .solve import (
     effector_label,
     inherited_scale,
     non_uniform_scales,
+    rest_position_problem,
     scale_targets,
     set_reference,
     solver_for,
@@ -95,7 +96,7 @@ class Baker:
     `cancel()` puts the scene back. Nothing in the file changes before `finish()`."""
 
     def __init__(self, scene: bpy.types.Scene, obj: bpy.types.Object, settings: BakeSettings) -> None:
-        problem = armature_problem(obj, need_pose_mode=False)
+        problem = armature_problem(obj, need_pose_mode=False) or rest_position_problem(obj)
         if problem:
             raise TendonUserError(problem)
         if settings.step < 1:

@@ -55,6 +55,18 @@ def armature_problem(obj: bpy.types.Object | None, need_pose_mode: bool = True) 
     return None
 
 
+def rest_position_problem(obj: bpy.types.Object) -> str | None:
+    """Why nothing solved would show: the armature displays its rest position (Blender
+    evaluates every bone at rest, so a solve, live mode or a bake would measure and key
+    the rest, not the pose)."""
+    if obj.data.pose_position == "REST":
+        return (
+            f"Armature '{obj.name}' shows its Rest Position: switch it to Pose Position "
+            "(Armature properties) to solve or bake"
+        )
+    return None
+
+
 def chain_bones(entry: RigEntry, bone: int, chain_length: int) -> list[int]:
     """The effector bone and the ancestors its chain may turn (chain length 0: to the root).
     Worked out once per rig: do not change the list."""
@@ -1253,7 +1265,7 @@ def solve(
     current pose and writes the rotations of the bones that moved. Raises TendonUserError,
     leaving the pose untouched, when nothing can be solved."""
     started = time.perf_counter()
-    problem = armature_problem(obj, need_pose_mode=False)
+    problem = armature_problem(obj, need_pose_mode=False) or rest_position_problem(obj)
     if problem:
         raise TendonUserError(problem)
     tendon = native.native()

@@ -92,6 +92,26 @@ def test_removing_the_last_effector_in_live_mode_says_so() -> None:
     assert "no effector to solve" in obj.tendon.status, obj.tendon.status
 
 
+def test_rest_position_is_said_not_solved() -> None:
+    """With the armature showing its Rest Position, Blender evaluates every bone at rest:
+    a solve, live mode or a bake would measure and key the rest. Said instead."""
+    obj = rigs.chain(3)
+    target = rigs.empty("target", rigs.random_pose_tail(obj, "b2", seed=2))
+    rigs.add_effector(obj, "b2", target)
+    obj.data.pose_position = "REST"
+    with pytest.raises(RuntimeError, match="Rest Position"):
+        bpy.ops.tendon.solve()
+    with pytest.raises(RuntimeError, match="Rest Position"):
+        bpy.ops.tendon.bake(frame_start=1, frame_end=5)
+    obj.tendon.live = True
+    settle()
+    assert "Rest Position" in obj.tendon.status, obj.tendon.status
+    obj.data.pose_position = "POSE"
+    settle()
+    assert error(obj, "b2", target.location) < 1e-4
+    assert "effector(s) reached" in obj.tendon.status, obj.tendon.status
+
+
 def test_switching_two_armatures_live_at_once_solves_both() -> None:
     """Alt+click on Live with two armatures selected: the second switch solved the first
     again before Blender had evaluated it, and refused it ("not where its own channels
