@@ -36,6 +36,7 @@ from .solve import (
     scale_targets,
     set_reference,
     solver_for,
+    world_scale,
 )
 
 
@@ -431,7 +432,9 @@ class Baker:
             self.restore_frame()
         if self.found.goals:
             result = self.solve()
-            reached, largest = int(np.count_nonzero(result.reached)), float(result.residual.max())
+            # In world units, as every status gives distances (the armature may be scaled).
+            reached = int(np.count_nonzero(result.reached))
+            largest = float(result.residual.max()) * world_scale(self.obj)
             self.residuals = np.asarray(result.residual, np.float64)
             solved = result.rotations
             if self.obj.tendon.move_root:

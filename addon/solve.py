@@ -854,6 +854,26 @@ def turn_between(a: Quaternion, b: Quaternion) -> float:
     return 2.0 * math.atan2(math.sqrt(x * x + y * y + z * z), abs(w))
 
 
+def world_scale(obj: bpy.types.Object) -> float:
+    """The armature's largest world scale: a distance in armature space times this is (for
+    a uniform scale exactly) the distance the user sees, as measured statuses give it."""
+    return max(abs(v) for v in obj.matrix_world.to_scale())
+
+
+def two_bone_notes(obj: bpy.types.Object) -> list[str]:
+    """Why the two-bone solver may miss: it moves the two joints above each effector only,
+    whatever longer chain the effector asks for (the status said "not reached" with no
+    reason for a hand with chain 3)."""
+    if obj.tendon.solver != "TWO_BONE":
+        return []
+    return [
+        f"the two-bone solver moves only the two joints above '{e.bone}' (chain {e.chain_length or 'to the root'}): "
+        "for longer chains use damped least squares"
+        for e in obj.tendon.effectors
+        if e.enabled and e.bone and e.chain_length != 2
+    ][:1]
+
+
 def make_checks(
     obj: bpy.types.Object,
     entry: RigEntry,
@@ -886,10 +906,16 @@ def make_checks(
             for k, goal in enumerate(goals)
             if goal.rotation is not None and goal.rotation_weight >= 1.0
         ],
-        sources=[(s.settings.target, s.settings.subtarget) for s in sighted]
-        if any(may_follow(s.settings.target, s.settings.subtarget) for s in sighted)
-        else [],
+        sources=follow_sources(sighted),
     )
+
+
+def follow_sources(sighted: list[Sighted]) -> list[tuple[Any, str]]:
+    """Each effector's target (object and bone) when any of them could follow the pose,
+    for `Checks.sources`; none otherwise (a plain object cannot move with the armature)."""
+    if not any(may_follow(s.settings.target, s.settings.subtarget) for s in sighted):
+        return []
+    return [(s.settings.target, s.settings.subtarget) for s in sighted]
 
 
 def may_follow(target: Any, subtarget: str) -> bool:
@@ -958,7 +984,7 @@ class SolveOutcome:
         reached = not missed
         self.missed = missed
         if not reached:
-            notes = [*turned, *chains.miss_notes(obj, self.moving)]
+            notes = [*turned, *two_bone_notes(obj), *chains.miss_notes(obj, self.moving)]
             if self.reached and not notes:
                 notes = [
                     "Blender's evaluated pose differs from the solved one: "
@@ -1041,10 +1067,14 @@ class Shortcut:
     #: effector positions (to find the targets live mode read).
     points_only: bool = field(init=False)
     positions: list[int] = field(init=False)
+    #: The targets read again when measuring (`follow_sources`; a target gaining a parent
+    #: or constraint rebuilds the relations, which drops this shortcut with the rig).
+    sources: list[tuple[Any, str]] = field(init=False)
 
     def __post_init__(self) -> None:
         self.points_only = not any(s.rotating or s.settings.pole_target is not None for s in self.sighted)
         self.positions = [s.position for s in self.sighted]
+        self.sources = follow_sources(self.sighted)
 
     def solve(
         self, obj: bpy.types.Object, entry: RigEntry, started: float, world: space.WorldTargets | None = None
@@ -1135,12 +1165,25 @@ class Shortcut:
         return SolveOutcome(
             goals=len(self.sighted),
             reached=reached,
-            residual=residual,
+            residual=residual * world_scale(obj),
             iterations=iterations,
             bones_written=len(changed),
             seconds=time.perf_counter() - started,
             warnings=list(self.warnings),
-            checks=Checks(self.check_bones, self.use_tail, points, tolerances),
+            checks=Checks(
+                self.check_bones,
+                self.use_tail,
+                points,
+                tolerances,
+                rotations=[
+                    (k, Quaternion(targets.rotations[0, k]))
+                    for k, s in enumerate(self.sighted)
+                    if s.rotating and s.settings.rotation_weight >= 1.0
+                ]
+                if targets is not None and targets.rotations is not None
+                else [],
+                sources=self.sources,
+            ),
             moving=self.moving_names,
         )
 
@@ -1311,7 +1354,7 @@ def solve(
     return SolveOutcome(
         goals=len(prepared.goals),
         reached=bool(result.reached),
-        residual=float(result.residual),
+        residual=float(result.residual) * world_scale(obj),
         iterations=int(result.iterations),
         bones_written=written,
         seconds=time.perf_counter() - started,

@@ -87,6 +87,9 @@ def test_a_rotation_target_the_bone_cannot_meet_is_not_reached(solver: str) -> N
     assert angle > 5.0, angle
     assert "not reached" in obj.tendon.status, obj.tendon.status
     assert "from its rotation target" in obj.tendon.status, obj.tendon.status
+    # Solved again (the prepared shortcut a clean solve leaves): measured the same way.
+    assert bpy.ops.tendon.solve() == {"FINISHED"}
+    assert "from its rotation target" in obj.tendon.status, obj.tendon.status
     effector.rotation_weight = 0.5
     assert bpy.ops.tendon.solve() == {"FINISHED"}
     position = (rigs.head_world(obj, "b2") - target.matrix_world.translation).length
@@ -111,6 +114,21 @@ def test_a_rotation_target_turned_far_round_is_measured_as_met(turn: float) -> N
         abs(turned.dot(target.matrix_world.to_quaternion())) > 1 - 1e-6
     )
     assert "not reached" not in obj.tendon.status, obj.tendon.status
+
+
+def test_two_bone_on_a_longer_chain_says_why_it_misses() -> None:
+    """Two-bone moves the two joints above the effector: with chain 3 a target only the
+    third joint reaches is missed, and the status now says why."""
+    obj = rigs.chain(3)
+    target = rigs.empty("target", rigs.random_pose_tail(obj, "b2", seed=4, spread=0.8))
+    rigs.add_effector(obj, "b2", target, chain_length=3)
+    obj.tendon.solver = "TWO_BONE"
+    assert bpy.ops.tendon.solve() == {"FINISHED"}
+    assert "not reached" in obj.tendon.status, obj.tendon.status
+    assert "moves only the two joints above 'b2' (chain 3)" in obj.tendon.status, obj.tendon.status
+    obj.tendon.solver = "JACOBIAN_DLS"
+    assert bpy.ops.tendon.solve() == {"FINISHED"}
+    assert "two-bone" not in obj.tendon.status
 
 
 def test_same_world_pose_whatever_the_rotation_modes() -> None:

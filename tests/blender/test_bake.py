@@ -397,6 +397,24 @@ def test_bake_says_when_the_slot_also_animates_another_armature() -> None:
     assert "also animates 'Other'" in obj.tendon.status
 
 
+def test_a_bake_gives_its_largest_error_in_world_units() -> None:
+    """On an armature scaled 2 the bake's (and live mode's, before measuring) largest error
+    was in the armature's units, half what the user sees; Solve IK's was in world units."""
+    obj = rigs.chain(3)
+    obj.scale = (2.0, 2.0, 2.0)
+    rigs.update()
+    target = rigs.empty("target", (0.0, 20.0, 0.0))
+    target.keyframe_insert("location", frame=1)
+    rigs.add_effector(obj, "b2", target, chain_length=3)
+    rigs.activate(obj)
+    bpy.ops.object.mode_set(mode="POSE")
+    assert bpy.ops.tendon.bake(frame_start=1, frame_end=3) == {"FINISHED"}
+    said = float(obj.tendon.status.split("largest error ")[1].split(";")[0].split()[0])
+    bpy.context.scene.frame_set(2)
+    seen = (rigs.tail_world(obj, "b2") - target.matrix_world.translation).length
+    assert said == pytest.approx(seen, rel=0.02), (said, seen)
+
+
 def test_the_zip_holds_the_native_wheel() -> None:
     names = zipfile.ZipFile(addon_zip()).namelist()
     wheels = [n for n in names if n.startswith("wheels/tendon_ik-") and n.endswith("_x86_64.whl")]
