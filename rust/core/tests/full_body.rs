@@ -604,3 +604,28 @@ fn a_translating_root_gives_up_the_goals_that_ask_most_whatever_the_distance() {
         );
     }
 }
+
+/// A goal on the root's head, which only `move_root` can place: reached (its tolerance
+/// was relative to a chain of no length, 1e-17, and no solver ever said reached).
+#[test]
+fn a_goal_on_the_roots_head_is_reached_by_moving_the_root() {
+    let rig = humanoid();
+    let hips = rig.index_of("hips").unwrap();
+    let rest = Pose::rest(rig.len());
+    let target =
+        Vec3::from(rig.world_matrices(&rest)[hips].translation) + Vec3::new(0.3, -0.5, 0.4);
+    let goal = Goal {
+        point: EffectorPoint::Head,
+        ..Goal::new(hips, target)
+    };
+    for name in SOLVERS {
+        let (pose, report) = solver(name, false, true)
+            .solve(&rig, &rest, &[goal])
+            .unwrap();
+        let error = Vec3::from(rig.world_matrices(&pose)[hips].translation).distance(target);
+        assert!(
+            report.reached && error < 1e-4,
+            "{name}: {report:?}, {error}"
+        );
+    }
+}

@@ -23,9 +23,28 @@ pub(crate) fn read_f32(
     out: &mut Vec<f32>,
 ) -> PyResult<Vec<usize>> {
     let py = obj.py();
-    let buffer = match PyBuffer::<f32>::get(obj) {
-        Ok(buffer) => buffer,
-        Err(_) => {
+    // A buffer of float32 in the other byte order passes pyo3's format check but would be
+    // copied as is (a big-endian target read as -6e-23, -4e8, 3e23): such arrays, and ones
+    // a plain copy cannot read (unaligned), go through numpy's conversion like any other.
+    let native = |buffer: &PyBuffer<f32>| {
+        let format = buffer.format().to_bytes();
+        let big = matches!(format.first(), Some(b'>') | Some(b'!'));
+        let little = format.first() == Some(&b'<');
+        !(big && cfg!(target_endian = "little") || little && cfg!(target_endian = "big"))
+    };
+    let direct = PyBuffer::<f32>::get(obj).ok().filter(native);
+    if let Some(buffer) = &direct {
+        let got = buffer.shape().to_vec();
+        if fits_shape(&got, shape) {
+            out.resize(buffer.item_count(), 0.0);
+            if buffer.copy_to_slice(py, out).is_ok() {
+                return Ok(got);
+            }
+        }
+    }
+    let buffer = match direct.filter(|b| !fits_shape(b.shape(), shape)) {
+        Some(buffer) => buffer,
+        None => {
             // numpy would quietly drop imaginary parts and parse strings: refuse them.
             if let Ok(kind) = obj.getattr("dtype").and_then(|d| d.getattr("kind")) {
                 let kind: String = kind.extract()?;
@@ -36,20 +55,18 @@ pub(crate) fn read_f32(
                 }
             }
             let numpy = py.import("numpy")?;
-            let converted = numpy
-                .call_method1("ascontiguousarray", (obj, "float32"))
-                .map_err(|e| {
-                    ShapeError::new_err(format!(
-                        "{what} must be an array of numbers with shape {}: {e}",
-                        pattern(shape)
-                    ))
-                })?;
+            // A fresh array (numpy.array copies): aligned, contiguous, native float32.
+            let converted = numpy.call_method1("array", (obj, "float32")).map_err(|e| {
+                ShapeError::new_err(format!(
+                    "{what} must be an array of numbers with shape {}: {e}",
+                    pattern(shape)
+                ))
+            })?;
             PyBuffer::<f32>::get(&converted)?
         }
     };
     let got = buffer.shape().to_vec();
-    let fits = got.len() == shape.len() && got.iter().zip(shape).all(|(g, s)| *s == ANY || g == s);
-    if !fits {
+    if !fits_shape(&got, shape) {
         return Err(ShapeError::new_err(format!(
             "{what} has shape {}, expected {}",
             pattern(&got),
@@ -60,6 +77,11 @@ pub(crate) fn read_f32(
     let copied = buffer.copy_to_slice(py, out);
     copied?;
     Ok(got)
+}
+
+/// Whether an array's shape matches `shape` (`ANY` matching any length).
+fn fits_shape(got: &[usize], shape: &[usize]) -> bool {
+    got.len() == shape.len() && got.iter().zip(shape).all(|(g, s)| *s == ANY || g == s)
 }
 
 fn pattern(shape: &[usize]) -> String {

@@ -183,7 +183,8 @@ impl SpringSimulation {
     /// Simulates a frame range in one call: animated poses (frames, n, 4) rotations and
     /// optional (frames, n, 3) translations and scales, `dt` seconds apart (or, as
     /// (frames - 1,) seconds, each frame's gap from the one before: a bake whose step does
-    /// not divide its range ends on a shorter gap). Restarts at
+    /// not divide its range ends on a shorter gap; with `reset` false, (frames,): the first
+    /// frame's gap from the last one simulated). Restarts at
     /// the first frame unless `reset` is false. `gravity` (frames, 3), armature space,
     /// replaces the setting frame by frame (an armature that turns over the range turns
     /// the world's down with it). Returns (frames, n, 4) rotations.
@@ -202,11 +203,18 @@ impl SpringSimulation {
         let n = self.rig.len();
         let mut data = FrameData::default();
         let frames = read_f32(rotations, "rotations", &[ANY, n, 4], &mut data.rotations)?[0];
+        // Gaps before each frame: none before the first when the simulation restarts there,
+        // else that one too (a continued call lost a frame's time at each chunk's start).
+        let count = if reset {
+            frames.saturating_sub(1)
+        } else {
+            frames
+        };
         let gaps = match dt.extract::<f32>() {
-            Ok(uniform) => vec![uniform; frames.saturating_sub(1)],
+            Ok(uniform) => vec![uniform; count],
             Err(_) => {
                 let mut gaps = Vec::new();
-                read_f32(dt, "dt", &[frames.saturating_sub(1)], &mut gaps)?;
+                read_f32(dt, "dt", &[count], &mut gaps)?;
                 gaps
             }
         };
@@ -247,12 +255,12 @@ impl SpringSimulation {
                     if !gravities.is_empty() {
                         sim.params.gravity = Vec3::from_slice(&gravities[3 * frame..3 * frame + 3]);
                     }
-                    sim.advance(
-                        rig,
-                        pose,
-                        if frame == 0 { 0.0 } else { gaps[frame - 1] },
-                        out,
-                    )?;
+                    let gap = match (reset, frame) {
+                        (true, 0) => 0.0,
+                        (true, f) => gaps[f - 1],
+                        (false, f) => gaps[f],
+                    };
+                    sim.advance(rig, pose, gap, out)?;
                     write_rotations(rig, out, &mut result[frame * n * 4..(frame + 1) * n * 4]);
                 }
                 Ok(())

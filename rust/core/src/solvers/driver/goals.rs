@@ -207,15 +207,26 @@ impl Workspace {
             EffectorPoint::Tail => (Some(bone), Vec3::new(0.0, rig.length(bone), 0.0)),
             EffectorPoint::Head => (rig.parent(bone), self.head_in_parent(bone)),
         };
-        // The original chain's length sets the tolerance, whatever the solver positions.
-        let length_scale = self
-            .chain_reach(rig, owner, local_point, chain_root)
-            .max(MIN_LENGTH_SCALE);
+        // The original chain's length sets the tolerance, whatever the solver positions; a
+        // point no joint moves (a root's head, placed by `move_root` alone) goes by its
+        // bone's length (on a chain of no length the tolerance was 1e-17: never reached).
+        let reach = self.chain_reach(rig, owner, local_point, chain_root);
+        let length_scale = if reach > MIN_LENGTH_SCALE {
+            reach
+        } else {
+            rig.length(bone).max(MIN_LENGTH_SCALE)
+        };
         let tolerance = params.tolerance * length_scale;
         if self.mode == GoalMode::Positional {
             if let Some(rotation) = goal.rotation.filter(|_| goal.rotation_weight > 0.0) {
+                // The whole target rotation, whatever the weight: the weight trades the
+                // rotation against the position only where both cannot be met (the
+                // Jacobian solvers' least squares), and a bone posed first and then
+                // positioned by its head meets both wherever they can be. (Blended from
+                // the start by the weight, a solve stopped short of a rotation it could
+                // meet, 0.22 rad at weight 0.5, and solving again from there crept on.)
                 let current = self.world_rot[bone];
-                let blended = current.slerp(rotation, goal.rotation_weight.min(1.0));
+                let blended = rotation;
                 if goal.point == EffectorPoint::Tail {
                     let (head, tail) = rig.head_tail(&self.world[bone], bone);
                     target -= (blended * current.conjugate()) * (tail - head);
