@@ -663,3 +663,11 @@ def test_arrays_in_the_other_byte_order_or_unaligned_are_read_by_value() -> None
     rig = bent_chain(4)
     rotations = np.tile(np.array([1, 0, 0, 0], np.float32), (4, 1))
     np.testing.assert_array_equal(rig.forward_kinematics(rotations.astype(">f4")), rig.forward_kinematics(rotations))
+
+
+def test_a_matrix_scaled_to_zero_splits_without_nan() -> None:
+    """A matrix scaled to zero holds no rotation: the split gave a NaN quaternion."""
+    rotations, translations, scales = tendon.matrices_to_transforms(np.zeros((1, 4, 4), np.float32))
+    assert np.isfinite(rotations).all() and np.isfinite(scales).all()
+    np.testing.assert_array_equal(rotations[0], (1.0, 0.0, 0.0, 0.0))
+    np.testing.assert_array_equal(scales[0], (0.0, 0.0, 0.0))

@@ -99,6 +99,13 @@ pub(crate) fn matrices_to_transforms<'py>(
             matrix = matrix.transpose();
         }
         let (scale, rotation, translation) = matrix.to_scale_rotation_translation();
+        // A matrix scaled to zero on an axis holds no rotation (glam's is NaN then): the
+        // identity, which the caller can tell from the zero scale beside it.
+        let rotation = if rotation.is_finite() {
+            rotation
+        } else {
+            glam::Quat::IDENTITY
+        };
         rotations.extend([rotation.w, rotation.x, rotation.y, rotation.z]);
         translations.extend(translation.to_array());
         scales.extend(scale.to_array());
