@@ -225,13 +225,11 @@ impl Workspace {
                 // positioned by its head meets both wherever they can be. (Blended from
                 // the start by the weight, a solve stopped short of a rotation it could
                 // meet, 0.22 rad at weight 0.5, and solving again from there crept on.)
-                let current = self.world_rot[bone];
-                let blended = rotation;
                 if goal.point == EffectorPoint::Tail {
                     let (head, tail) = rig.head_tail(&self.world[bone], bone);
-                    target -= (blended * current.conjugate()) * (tail - head);
+                    target -= (rotation * self.world_rot[bone].conjugate()) * (tail - head);
                 }
-                orientation = Some(blended);
+                orientation = Some(rotation);
                 owner = rig.parent(bone);
                 local_point = self.head_in_parent(bone);
             }
