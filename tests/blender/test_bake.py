@@ -380,6 +380,51 @@ def test_a_step_that_does_not_divide_the_range_still_keys_its_last_frame() -> No
     assert (rigs.tail_world(obj, "b3") - target.matrix_world.translation).length < 1e-3
 
 
+def handles_and_kinds(fcurve: bpy.types.FCurve) -> dict[str, np.ndarray]:
+    keys = keys_module()
+    return keys.key_arrays(fcurve.keyframe_points, tuple(keys.KEY_ATTRIBUTES))
+
+
+@pytest.mark.parametrize("interpolation", ["BEZIER", "LINEAR", "CONSTANT"])
+def test_baked_keys_have_the_interpolation_asked_and_blenders_own_handles(interpolation: str) -> None:
+    """Keys written in bulk (enums as bytes, handles recomputed without sorting) are the keys
+    Blender makes: the interpolation asked for, automatic clamped handles, and handles that
+    Blender's own full update (sort and recompute) leaves exactly as they are, on fresh
+    curves and on curves whose keys outside the range are kept."""
+    obj, target = animated_chain()
+    bone = obj.pose.bones["b1"]
+    for frame in (-10, 5, 30):
+        bone.rotation_quaternion = (1.0, 0.1 * frame, 0.0, 0.0)
+        bone.keyframe_insert("rotation_quaternion", frame=frame)
+    kept = keys_of(obj, 'pose.bones["b1"].rotation_quaternion', 1)
+    assert bpy.ops.tendon.bake(
+        frame_start=1, frame_end=20, destination="REPLACE", interpolation=interpolation
+    ) == {"FINISHED"}
+    for name in CHAIN:
+        for index in range(4):
+            fcurve = keys_module().find_fcurve(obj, f'pose.bones["{name}"].rotation_quaternion', index)
+            written = handles_and_kinds(fcurve)
+            frames = written["co"][:, 0]
+            baked = (frames >= 1) & (frames <= 20)
+            assert frames[baked].tolist() == [float(f) for f in FRAMES]
+            assert {fcurve.keyframe_points[int(i)].interpolation for i in np.nonzero(baked)[0]} == {interpolation}
+            assert {k.handle_left_type for k in fcurve.keyframe_points} == {"AUTO_CLAMPED"}
+            assert {k.type for k in fcurve.keyframe_points} == {"KEYFRAME"}
+            fcurve.update()
+            again = handles_and_kinds(fcurve)
+            for attribute, values in written.items():
+                assert np.array_equal(values, again[attribute]), (name, index, attribute)
+            # The handles are not left at Blender's (0, 0) placeholder: each lies beside its key.
+            assert np.abs(written["handle_left"][:, 0] - frames).max() < 10.0
+    # The old keys outside the range are still there, and the pose plays on the target.
+    after = keys_of(obj, 'pose.bones["b1"].rotation_quaternion', 1)
+    assert after[after[:, 0] < 1].tolist() == kept[kept[:, 0] < 1].tolist()
+    assert after[after[:, 0] > 20].tolist() == kept[kept[:, 0] > 20].tolist()
+    if interpolation != "CONSTANT":
+        bpy.context.scene.frame_set(10)
+        assert (rigs.tail_world(obj, "b3") - target.matrix_world.translation).length < 1e-3
+
+
 def test_bake_says_when_the_slot_also_animates_another_armature() -> None:
     """Replacing keys in an action slot another armature uses changes that armature too
     (as Blender shares it): the status says so."""

@@ -10,6 +10,11 @@
 //! target needs it (it stayed moved on every later frame). The tension minimiser relaxing towards "the pose before the solve" is
 //! given the frame's animated pose for it ([`Solver::solve_near`]).
 //!
+//! [`solve_frames_threaded`] gives the same answer with the goals' independent groups
+//! (limbs whose chains share no bone and hang from none another turns) solved at once on
+//! separate threads, each group over the whole range, for the solvers that treat such
+//! groups on their own ([`Solver::solves_groups_apart`]).
+//!
 //! ```
 //! use glam::Vec3;
 //! use tendon_core::batch::{solve_frames, FrameInput};
@@ -55,7 +60,9 @@
 use crate::error::Result;
 use crate::goal::Goal;
 use crate::rig::{Pose, Rig};
-use crate::solvers::{SolveReport, Solver};
+use crate::solvers::{chain_root, SolveReport, Solver};
+use glam::{Quat, Vec3};
+use std::cell::RefCell;
 
 /// What changes from frame to frame.
 pub trait FrameInput {
@@ -127,4 +134,350 @@ pub fn solve_frames<S: Solver + ?Sized>(
         }
     }
     Ok(())
+}
+
+/// The goals in groups no other group touches: no bone a group's chains turn is one its
+/// other effectors hang from. Solvers that say so ([`Solver::solves_groups_apart`]) solve
+/// each group as they would with the others beside it, so the groups can be solved apart
+/// (and at once). Groups list goal indices in order; a goal on a bone the rig does not have
+/// shares the first group (the solve names it).
+pub fn independent_groups(rig: &Rig, goals: &[Goal]) -> Vec<Vec<usize>> {
+    let n = rig.len();
+    // Union-find over goals: two goals join when one's chain turns a bone above (or at)
+    // the other's effector.
+    let mut leader: Vec<usize> = (0..goals.len()).collect();
+    fn find(leader: &mut [usize], mut g: usize) -> usize {
+        while leader[g] != g {
+            leader[g] = leader[leader[g]];
+            g = leader[g];
+        }
+        g
+    }
+    // Per bone, the goal whose chain turns it (the first such goal).
+    let mut turned_by = vec![usize::MAX; n];
+    let valid = |g: &Goal| g.bone < n;
+    for (k, goal) in goals.iter().enumerate() {
+        if !valid(goal) {
+            let first = find(&mut leader, 0);
+            let this = find(&mut leader, k);
+            leader[this] = first;
+            continue;
+        }
+        let top = chain_root(rig, goal.bone, goal.chain_length);
+        let mut bone = goal.bone;
+        loop {
+            match turned_by[bone] {
+                usize::MAX => turned_by[bone] = k,
+                other => {
+                    let (a, b) = (find(&mut leader, other), find(&mut leader, k));
+                    leader[a.max(b)] = a.min(b);
+                }
+            }
+            if bone == top {
+                break;
+            }
+            match rig.parent(bone) {
+                Some(p) => bone = p,
+                None => break,
+            }
+        }
+    }
+    // A chain turning a bone above another goal's chain carries that goal.
+    for (k, goal) in goals.iter().enumerate().filter(|(_, g)| valid(g)) {
+        let mut above = rig.parent(chain_root(rig, goal.bone, goal.chain_length));
+        while let Some(bone) = above {
+            if turned_by[bone] != usize::MAX {
+                let (a, b) = (find(&mut leader, turned_by[bone]), find(&mut leader, k));
+                leader[a.max(b)] = a.min(b);
+            }
+            above = rig.parent(bone);
+        }
+    }
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut group_of = vec![usize::MAX; goals.len()];
+    for k in 0..goals.len() {
+        let l = find(&mut leader, k);
+        if group_of[l] == usize::MAX {
+            group_of[l] = groups.len();
+            groups.push(Vec::new());
+        }
+        groups[group_of[l]].push(k);
+    }
+    groups
+}
+
+/// [`solve_frames`] with the goals' independent groups ([`independent_groups`]) spread
+/// over up to `threads` threads (0: as many as the machine runs at once), each thread
+/// solving its groups over the whole range. The answer is the one [`solve_frames`] gives
+/// to the solver's tolerance (each group converges on its own rather than alongside the
+/// others; a report's iterations are its slowest group's), in order through `output`.
+/// Solvers that cannot solve groups apart, a single group, a single thread or a short
+/// range go through [`solve_frames`] itself; so does a range that fails, which then
+/// fails as there (same error, `output` called for the frames before it).
+#[allow(clippy::too_many_arguments)]
+pub fn solve_frames_threaded<S: Solver + Clone + Send>(
+    solver: &mut S,
+    rig: &Rig,
+    start: &Pose,
+    goals: &mut [Goal],
+    input: &(dyn FrameInput + Sync),
+    warm: bool,
+    threads: usize,
+    mut output: impl FnMut(usize, &Pose, SolveReport),
+) -> Result<()> {
+    let frames = input.frame_count();
+    let threads = match threads {
+        0 => std::thread::available_parallelism().map_or(1, |t| t.get()),
+        t => t,
+    };
+    let groups = match solver.solves_groups_apart() && threads > 1 && frames >= MIN_THREADED_FRAMES
+    {
+        true => independent_groups(rig, goals),
+        false => Vec::new(),
+    };
+    if groups.len() < 2 {
+        return solve_frames(solver, rig, start, goals, input, warm, output);
+    }
+    let shares = share_groups(rig, goals, &groups, threads);
+    // Each share's bones: its goals' chains (no other share's chains touch them).
+    let owned: Vec<Vec<usize>> = shares
+        .iter()
+        .map(|share| {
+            let mut bones: Vec<usize> = Vec::new();
+            for &k in share {
+                let goal = &goals[k];
+                let top = chain_root(rig, goal.bone, goal.chain_length);
+                let mut bone = goal.bone;
+                loop {
+                    bones.push(bone);
+                    if bone == top {
+                        break;
+                    }
+                    match rig.parent(bone) {
+                        Some(p) => bone = p,
+                        None => break,
+                    }
+                }
+            }
+            bones.sort_unstable();
+            bones.dedup();
+            bones
+        })
+        .collect();
+    let all_goals: &[Goal] = goals;
+    let results: Vec<Option<ShareFrames>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = shares
+            .iter()
+            .zip(&owned)
+            .map(|(share, bones)| {
+                let mut solver = solver.clone();
+                scope.spawn(move || {
+                    solve_share(
+                        &mut solver,
+                        rig,
+                        start,
+                        all_goals,
+                        share,
+                        bones,
+                        input,
+                        warm,
+                    )
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().ok().flatten())
+            .collect()
+    });
+    if results.iter().any(Option::is_none) {
+        // A share failed: the plain path gives the error as it always does.
+        return solve_frames(solver, rig, start, goals, input, warm, output);
+    }
+    let results: Vec<ShareFrames> = results.into_iter().flatten().collect();
+    let per_frame = input.has_frame_poses();
+    let mut pose = start.clone();
+    for frame in 0..frames {
+        if per_frame {
+            input.frame_pose(rig, frame, &mut pose);
+        }
+        let mut report = SolveReport {
+            iterations: 0,
+            residual: 0.0,
+            rotation_residual: 0.0,
+            reached: true,
+        };
+        for (result, bones) in results.iter().zip(&owned) {
+            let at = frame * bones.len();
+            for (k, &bone) in bones.iter().enumerate() {
+                pose.rotations[bone] = result.rotations[at + k];
+                pose.translations[bone] = result.translations[at + k];
+                pose.scales[bone] = result.scales[at + k];
+            }
+            let r = result.reports[frame];
+            report.iterations = report.iterations.max(r.iterations);
+            report.residual = report.residual.max(r.residual);
+            report.rotation_residual = report.rotation_residual.max(r.rotation_residual);
+            report.reached &= r.reached;
+        }
+        output(frame, &pose, report);
+    }
+    // The caller's goals as the plain path leaves them: set for the last frame.
+    if frames > 0 {
+        input.set_goals(frames - 1, goals);
+    }
+    Ok(())
+}
+
+/// Ranges shorter than this are solved on one thread (starting threads costs more).
+const MIN_THREADED_FRAMES: usize = 16;
+
+/// One share's answers: per frame its bones' channels (in its bone order), and reports.
+struct ShareFrames {
+    rotations: Vec<Quat>,
+    translations: Vec<Vec3>,
+    scales: Vec<Vec3>,
+    reports: Vec<SolveReport>,
+}
+
+/// The groups dealt to at most `threads` shares with the largest share as small as can be
+/// (a group's load: per goal one, plus its chain's bones): tried every way for two shares
+/// and up to 16 groups (a humanoid's limbs and head, 3/3/2/2/2 bones, split 6/6 rather than
+/// 7/5), else largest first to the least loaded.
+fn share_groups(
+    rig: &Rig,
+    goals: &[Goal],
+    groups: &[Vec<usize>],
+    threads: usize,
+) -> Vec<Vec<usize>> {
+    let chain = |k: usize| {
+        let goal = &goals[k];
+        let top = chain_root(rig, goal.bone, goal.chain_length);
+        let mut count = 1;
+        let mut bone = goal.bone;
+        while bone != top {
+            match rig.parent(bone) {
+                Some(p) => bone = p,
+                None => break,
+            }
+            count += 1;
+        }
+        count
+    };
+    let loads: Vec<usize> = groups
+        .iter()
+        .map(|g| g.iter().map(|&k| 1 + chain(k)).sum())
+        .collect();
+    let count = threads.min(groups.len());
+    let mut share_of = vec![0; groups.len()];
+    if count == 2 && groups.len() <= 16 {
+        let total: usize = loads.iter().sum();
+        // Group 0 stays in share 0: each split is tried once.
+        let best = (0..1u32 << (groups.len() - 1))
+            .map(|mask| mask << 1)
+            .filter(|mask| *mask != 0)
+            .min_by_key(|mask| {
+                let second: usize = (0..groups.len())
+                    .filter(|g| mask & (1 << g) != 0)
+                    .map(|g| loads[g])
+                    .sum();
+                second.max(total - second)
+            })
+            .unwrap_or(0);
+        for (g, share) in share_of.iter_mut().enumerate() {
+            *share = usize::from(best & (1 << g) != 0);
+        }
+    } else {
+        let mut order: Vec<usize> = (0..groups.len()).collect();
+        order.sort_by_key(|&g| std::cmp::Reverse(loads[g]));
+        let mut totals = vec![0; count];
+        for g in order {
+            let least = (0..count).min_by_key(|&s| totals[s]).unwrap_or(0);
+            totals[least] += loads[g];
+            share_of[g] = least;
+        }
+    }
+    let mut shares = vec![Vec::new(); count];
+    for (g, group) in groups.iter().enumerate() {
+        shares[share_of[g]].extend_from_slice(group);
+    }
+    shares.retain(|share: &Vec<usize>| !share.is_empty());
+    for share in &mut shares {
+        share.sort_unstable();
+    }
+    shares
+}
+
+/// The frame input seen by one share: its own goals only.
+struct ShareInput<'a> {
+    input: &'a (dyn FrameInput + Sync),
+    share: &'a [usize],
+    all: RefCell<Vec<Goal>>,
+}
+
+impl FrameInput for ShareInput<'_> {
+    fn frame_count(&self) -> usize {
+        self.input.frame_count()
+    }
+
+    fn set_goals(&self, frame: usize, goals: &mut [Goal]) {
+        let mut all = self.all.borrow_mut();
+        self.input.set_goals(frame, &mut all);
+        for (goal, &k) in goals.iter_mut().zip(self.share) {
+            *goal = all[k];
+        }
+    }
+
+    fn has_frame_poses(&self) -> bool {
+        self.input.has_frame_poses()
+    }
+
+    fn frame_pose(&self, rig: &Rig, frame: usize, pose: &mut Pose) {
+        self.input.frame_pose(rig, frame, pose);
+    }
+}
+
+/// Solves one share's goals over the range; None if any frame fails.
+#[allow(clippy::too_many_arguments)]
+fn solve_share<S: Solver + ?Sized>(
+    solver: &mut S,
+    rig: &Rig,
+    start: &Pose,
+    goals: &[Goal],
+    share: &[usize],
+    bones: &[usize],
+    input: &(dyn FrameInput + Sync),
+    warm: bool,
+) -> Option<ShareFrames> {
+    let frames = input.frame_count();
+    let mut own: Vec<Goal> = share.iter().map(|&k| goals[k]).collect();
+    let share_input = ShareInput {
+        input,
+        share,
+        all: RefCell::new(goals.to_vec()),
+    };
+    let mut result = ShareFrames {
+        rotations: Vec::with_capacity(frames * bones.len()),
+        translations: Vec::with_capacity(frames * bones.len()),
+        scales: Vec::with_capacity(frames * bones.len()),
+        reports: Vec::with_capacity(frames),
+    };
+    solve_frames(
+        solver,
+        rig,
+        start,
+        &mut own,
+        &share_input,
+        warm,
+        |_, pose, report| {
+            for &bone in bones {
+                result.rotations.push(pose.rotations[bone]);
+                result.translations.push(pose.translations[bone]);
+                result.scales.push(pose.scales[bone]);
+            }
+            result.reports.push(report);
+        },
+    )
+    .ok()?;
+    Some(result)
 }

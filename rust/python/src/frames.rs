@@ -121,13 +121,14 @@ pub(crate) fn run_frames(
         data,
         frames: reports.len(),
     };
-    batch::solve_frames(
+    batch::solve_frames_threaded(
         solver,
         rig,
         start,
         goals,
         &input,
         warm,
+        0,
         |frame, pose, report| {
             write_rotations(
                 rig,

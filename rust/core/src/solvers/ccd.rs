@@ -172,6 +172,11 @@ fn carry(points: &mut [Vec3], ws: &Workspace, rig: &Rig, joint: usize, turn: Qua
 }
 
 impl Solver for Ccd {
+    /// Groups apart are solved alike unless the root moves (it carries every goal).
+    fn solves_groups_apart(&self) -> bool {
+        !self.params.iteration.move_root
+    }
+
     fn solve_into(
         &mut self,
         rig: &Rig,

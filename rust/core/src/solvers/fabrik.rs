@@ -446,6 +446,11 @@ fn fabrik_points(
 }
 
 impl Solver for Fabrik {
+    /// Groups apart are solved alike unless the root moves (it carries every goal).
+    fn solves_groups_apart(&self) -> bool {
+        !self.params.iteration.move_root
+    }
+
     fn solve_into(
         &mut self,
         rig: &Rig,

@@ -125,6 +125,14 @@ struct Scratch {
     dof_row_start: Vec<usize>,
     /// Scratch for filling `dof_rows`.
     filled: Vec<usize>,
+    /// The blocks of `J J^T` on or below the diagonal that are not zero: per pair of goals
+    /// (the first at or after the second, in workspace order) that share degrees of
+    /// freedom, their first rows, row counts, and the shared degrees of freedom
+    /// (`pair_dofs[block.dofs.0..block.dofs.1]`).
+    pair_blocks: Vec<PairBlock>,
+    pair_dofs: Vec<usize>,
+    /// Per degree of freedom, 1 unless held this step (then 0).
+    unheld: Vec<f64>,
     saved: Vec<Quat>,
     saved_euler: Vec<[f32; 3]>,
     /// `W^-1 J^T` of a weighted step (`gain[dof * rows + row]`), and one row of `J` being
@@ -151,6 +159,14 @@ struct Scratch {
     component_goals: Vec<usize>,
     component_length: Vec<f64>,
     component_turn: Vec<f64>,
+}
+
+/// One block of `J J^T` (see `Scratch::pair_blocks`).
+#[derive(Debug, Clone, Copy)]
+struct PairBlock {
+    rows: (usize, usize),
+    columns: (usize, usize),
+    dofs: (usize, usize),
 }
 
 /// Whether degree of freedom `dof` moves goal `g` at first order: it is above the
@@ -250,6 +266,41 @@ impl Scratch {
             }
             row += rows_of(g);
         }
+        self.pair_blocks.clear();
+        self.pair_dofs.clear();
+        let mut first_row = 0;
+        for g in 0..goals {
+            let mine = &self.goal_dofs[self.goal_dof_start[g]..self.goal_dof_start[g + 1]];
+            let mut other_row = 0;
+            for h in 0..=g {
+                let theirs = &self.goal_dofs[self.goal_dof_start[h]..self.goal_dof_start[h + 1]];
+                let start = self.pair_dofs.len();
+                // Both lists ascend: merge them.
+                let (mut i, mut j) = (0, 0);
+                while i < mine.len() && j < theirs.len() {
+                    match mine[i].cmp(&theirs[j]) {
+                        std::cmp::Ordering::Less => i += 1,
+                        std::cmp::Ordering::Greater => j += 1,
+                        std::cmp::Ordering::Equal => {
+                            self.pair_dofs.push(mine[i]);
+                            i += 1;
+                            j += 1;
+                        }
+                    }
+                }
+                if self.pair_dofs.len() > start {
+                    self.pair_blocks.push(PairBlock {
+                        rows: (first_row, first_row + rows_of(g)),
+                        columns: (other_row, other_row + rows_of(h)),
+                        dofs: (start, self.pair_dofs.len()),
+                    });
+                }
+                other_row += rows_of(h);
+            }
+            first_row += rows_of(g);
+        }
+        self.unheld.clear();
+        self.unheld.resize(dofs, 1.0);
         self.jac.fill(0.0);
     }
 
@@ -554,17 +605,27 @@ impl Scratch {
         let m = self.rows;
         self.normal.reset(&self.error);
         self.hold(ws);
-        for d in 0..self.dofs.len() {
-            if self.held[d].is_some() {
-                continue;
-            }
-            // A joint moves only the goals below it: visit their rows alone.
-            let column = &self.jac[d * m..(d + 1) * m];
-            let rows = &self.dof_rows[self.dof_row_start[d]..self.dof_row_start[d + 1]];
-            for &c in rows {
-                let jc = column[c];
-                for &r in rows {
-                    self.normal.add(r, c, column[r] * jc);
+        for (unheld, held) in self.unheld.iter_mut().zip(&self.held) {
+            *unheld = if held.is_some() { 0.0 } else { 1.0 };
+        }
+        // The lower triangle of `J J^T` (all the factorisation reads), entry by entry over
+        // the degrees of freedom both rows' goals share (a joint moves only the goals below
+        // it), summed in a register.
+        let (jac, unheld) = (&self.jac, &self.unheld);
+        for block in &self.pair_blocks {
+            let dofs = &self.pair_dofs[block.dofs.0..block.dofs.1];
+            for r in block.rows.0..block.rows.1 {
+                let last = if block.rows == block.columns {
+                    r + 1
+                } else {
+                    block.columns.1
+                };
+                for c in block.columns.0..last {
+                    let sum: f64 = dofs
+                        .iter()
+                        .map(|&d| unheld[d] * jac[d * m + r] * jac[d * m + c])
+                        .sum();
+                    self.normal.add(r, c, sum);
                 }
             }
         }
@@ -1020,6 +1081,13 @@ impl JacobianDls {
 }
 
 impl Solver for JacobianDls {
+    /// Groups apart are solved alike unless the root moves (it carries every goal) or the
+    /// world-turn weighting is on: it is chosen for the whole solve (only when every moving
+    /// joint is free), so a group alone could be weighted where together it is not.
+    fn solves_groups_apart(&self) -> bool {
+        !self.params.iteration.move_root && self.params.world_turn_weight == 0.0
+    }
+
     /// Solves from `start`, retrying from the stalled pose with joints moved off their
     /// bounds when that stops short on limits (see `solve_unpinning` in this module).
     fn solve_into(

@@ -10,6 +10,7 @@
 
 mod ccd;
 mod driver;
+pub(crate) use driver::chain_root;
 mod fabrik;
 mod finish;
 mod jacobian;
@@ -177,6 +178,15 @@ pub trait Solver {
     ) -> Result<SolveReport> {
         let _ = near;
         self.solve_into(rig, start, goals, out)
+    }
+
+    /// Whether goals in separate groups ([`crate::batch::independent_groups`]) may be
+    /// solved apart, each group as if alone, to the same tolerance: true for the solvers
+    /// whose every step treats such groups on their own (not when the root moves, which
+    /// carries every goal). Frame ranges are then spread over threads
+    /// ([`crate::batch::solve_frames_threaded`]).
+    fn solves_groups_apart(&self) -> bool {
+        false
     }
 
     /// Solves `goals` from `start` and returns the new pose.
@@ -353,6 +363,20 @@ impl Solver for AnySolver {
         match self {
             AnySolver::Tension(s) => s.uses_near(),
             _ => false,
+        }
+    }
+
+    fn solves_groups_apart(&self) -> bool {
+        match self {
+            AnySolver::Fabrik(s) => s.solves_groups_apart(),
+            AnySolver::Ccd(s) => s.solves_groups_apart(),
+            AnySolver::JacobianDls(s) => s.solves_groups_apart(),
+            // The transpose's step length is one for all goals; two-bone finishes coupled
+            // chains together; the tension minimiser's simplex and evaluation budget span
+            // every group.
+            AnySolver::JacobianTranspose(_) | AnySolver::TwoBone(_) | AnySolver::Tension(_) => {
+                false
+            }
         }
     }
 

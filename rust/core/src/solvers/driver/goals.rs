@@ -24,12 +24,6 @@ impl Workspace {
         let n = rig.len();
         self.world.resize(n, Affine3A::IDENTITY);
         self.world_rot.resize(n, Quat::IDENTITY);
-        self.fixed_local.clear();
-        self.fixed_local.extend(
-            (0..n).map(|i| {
-                *rig.rest_matrix(i) * Affine3A::from_translation(self.pose.translations[i])
-            }),
-        );
         self.euler.clear();
         for i in 0..n {
             let limits = rig.limits(i);
@@ -55,6 +49,13 @@ impl Workspace {
         }
         self.goal_paths.sort_unstable();
         self.goal_paths.dedup();
+        // Only the goals' paths are ever posed (forward kinematics, chains, handles): on a
+        // large rig the other bones' fixed parts were most of a small solve's set-up.
+        self.fixed_local.resize(n, Affine3A::IDENTITY);
+        for &i in &self.goal_paths {
+            self.fixed_local[i] =
+                *rig.rest_matrix(i) * Affine3A::from_translation(self.pose.translations[i]);
+        }
         self.first_active = 0;
         self.root_needed = false;
         self.forward_kinematics(rig);
@@ -396,7 +397,7 @@ impl Workspace {
 }
 
 /// The topmost bone a goal on `bone` with `chain_length` may move.
-fn chain_root(rig: &Rig, bone: usize, chain_length: usize) -> usize {
+pub(crate) fn chain_root(rig: &Rig, bone: usize, chain_length: usize) -> usize {
     let mut root = bone;
     let mut count = 1;
     while chain_length == 0 || count < chain_length {

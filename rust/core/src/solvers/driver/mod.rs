@@ -5,6 +5,7 @@
 //! colinear bump, pole twists, full-body solving's second phase, and the final report).
 
 mod goals;
+pub(crate) use goals::chain_root;
 mod iteration;
 mod workspace;
 
@@ -96,7 +97,7 @@ pub(crate) struct Workspace {
     pub pose: Pose,
     pub world: Vec<Affine3A>,
     /// Each bone's rest transform times its (fixed) pose translation: the part of its local
-    /// matrix a solve never changes.
+    /// matrix a solve never changes (set for the bones on the goals' paths only).
     pub fixed_local: Vec<Affine3A>,
     /// Rotation part of each bone's armature-space frame (rest and pose rotations only).
     pub world_rot: Vec<Quat>,
