@@ -397,9 +397,9 @@ def test_baked_keys_have_the_interpolation_asked_and_blenders_own_handles(interp
         bone.rotation_quaternion = (1.0, 0.1 * frame, 0.0, 0.0)
         bone.keyframe_insert("rotation_quaternion", frame=frame)
     kept = keys_of(obj, 'pose.bones["b1"].rotation_quaternion', 1)
-    assert bpy.ops.tendon.bake(
-        frame_start=1, frame_end=20, destination="REPLACE", interpolation=interpolation
-    ) == {"FINISHED"}
+    assert bpy.ops.tendon.bake(frame_start=1, frame_end=20, destination="REPLACE", interpolation=interpolation) == {
+        "FINISHED"
+    }
     for name in CHAIN:
         for index in range(4):
             fcurve = keys_module().find_fcurve(obj, f'pose.bones["{name}"].rotation_quaternion', index)
