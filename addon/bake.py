@@ -401,6 +401,9 @@ class Baker:
             self.to_armature[:, :3, :3] if self.sampled else np.array(space.world_to_armature(self.obj))[None, :3, :3]
         )
         down = np.broadcast_to(turns @ gravity, (len(self.frames), 3)).astype(np.float32)
+        # The armature object's own motion swings the chains (they keep their place in the
+        # world and lag behind it): its world matrix at each frame.
+        objects = np.linalg.inv(self.to_armature).astype(np.float32) if self.sampled else None
         _, translations, scales = self.pose
         for spring in self.springs:
             item = self.obj.tendon.springs[spring.item]
@@ -416,7 +419,12 @@ class Baker:
                     stiffness=item.stiffness,
                 )
                 rotations = simulation.simulate(
-                    rotations, dt, translations, scales, gravity=np.ascontiguousarray(down * item.gravity)
+                    rotations,
+                    dt,
+                    translations,
+                    scales,
+                    gravity=np.ascontiguousarray(down * item.gravity),
+                    object_matrices=objects,
                 )
             except tendon.TendonError as error:
                 raise TendonUserError(f"Spring chain of bone '{item.bone}': {error}") from error

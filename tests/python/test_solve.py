@@ -649,6 +649,38 @@ def test_a_spring_simulation_continued_in_chunks_matches_one_call() -> None:
         sim.simulate(frames[24:], np.full(23, 1 / 24, np.float32), reset=False)
 
 
+def test_a_spring_chain_lags_behind_the_moving_object_alike_in_one_call_chunks_or_frames() -> None:
+    """`object_matrices` (the armature object's world matrix per frame) swings the chains
+    behind the object's own motion: one call, two chunks and frame-by-frame `advance` with
+    `object_matrix` agree, a still object changes nothing, and a singular matrix is named."""
+    rig = bent_chain(6)
+    rest = np.tile(np.array([1, 0, 0, 0], np.float32), (6, 1))
+    frames = np.tile(rest, (48, 1, 1))
+    moving = np.tile(np.eye(4, dtype=np.float32), (48, 1, 1))
+    moving[:, 0, 3] = np.minimum(np.arange(48), 12) * 0.2  # slides 2.4 along X, then stops
+
+    def simulation() -> tendon.SpringSimulation:
+        return tendon.SpringSimulation(rig, [("b5", 4)], damping=1.0, stiffness=0.0)
+
+    still = simulation().simulate(frames, 1 / 24)
+    unmoved = simulation().simulate(frames, 1 / 24, object_matrices=np.tile(np.eye(4, dtype=np.float32), (48, 1, 1)))
+    np.testing.assert_allclose(unmoved, still, atol=1e-6)
+    whole = simulation().simulate(frames, 1 / 24, object_matrices=moving)
+    assert np.abs(whole - still).max() > 0.1
+    sim = simulation()
+    first = sim.simulate(frames[:24], 1 / 24, object_matrices=moving[:24])
+    second = sim.simulate(frames[24:], 1 / 24, reset=False, object_matrices=moving[24:])
+    np.testing.assert_allclose(np.concatenate([first, second]), whole, atol=1e-5)
+    sim = simulation()
+    sim.reset(rest)
+    stepped = [sim.advance(0.0 if f == 0 else 1 / 24, rest, object_matrix=moving[f]) for f in range(48)]
+    np.testing.assert_allclose(np.stack(stepped), whole, atol=1e-5)
+    singular = moving.copy()
+    singular[30] = 0.0
+    with pytest.raises(tendon.SolverError, match=r"object_matrices\[30\]"):
+        simulation().simulate(frames, 1 / 24, object_matrices=singular)
+
+
 def test_arrays_in_the_other_byte_order_or_unaligned_are_read_by_value() -> None:
     """A big-endian float32 array passed the buffer check and was copied as is (a target
     of (0.6, -0.2, 1.3) read as (-6e-23, -4e8, 3e23)); an unaligned one raised a bare

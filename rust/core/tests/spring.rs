@@ -315,3 +315,60 @@ fn scale_goals_are_distributed_over_a_chain() {
     let product = out.iter().fold(Vec3::ONE, |a, &b| a * b);
     assert!((product - Vec3::new(1.5, 1.5, 0.75)).abs().max_element() < 1e-5);
 }
+
+#[test]
+fn an_armature_turning_in_the_world_swings_its_chains_as_a_turning_root_bone_does() {
+    // The same motion twice: the body bone turning inside a still armature, and the
+    // armature object itself turning with its pose at rest (the chains kept their place
+    // in armature space before, so the object's own motion swung nothing).
+    let rig = tail_rig(JointLimits::FREE);
+    let body = rig.index_of("body").unwrap();
+    let dt = 1.0 / 24.0;
+    let turn = |frame: usize| {
+        Quat::from_rotation_z(0.6 * (std::f32::consts::PI * frame as f32 * dt).sin())
+    };
+    let mut by_bone = simulation(&rig, SpringParams::default(), vec![]);
+    let mut by_object = simulation(&rig, SpringParams::default(), vec![]);
+    let mut still = simulation(&rig, SpringParams::default(), vec![]);
+    let rest = Pose::rest(rig.len());
+    let mut out = Pose::rest(rig.len());
+    let mut largest_swing: f32 = 0.0;
+    for frame in 0..48 {
+        let mut pose = Pose::rest(rig.len());
+        pose.rotations[body] = turn(frame);
+        let step = if frame == 0 { 0.0 } else { dt };
+        by_bone.advance(&rig, &pose, step, &mut out).unwrap();
+        let object = glam::Affine3A::from_quat(turn(frame));
+        if frame > 0 {
+            let before = glam::Affine3A::from_quat(turn(frame - 1));
+            by_object.carry(object.inverse() * before).unwrap();
+        }
+        by_object.advance(&rig, &rest, step, &mut out).unwrap();
+        let (a, b) = (points(&by_bone, 0), points(&by_object, 0));
+        for (p, q) in a.iter().zip(&b) {
+            let q_world = object.transform_point3(*q);
+            assert!(
+                p.distance(q_world) < 1e-4,
+                "frame {frame}: {p} vs {q_world}"
+            );
+        }
+        // And the object's turn does swing it: not where a still armature's chain hangs.
+        still.advance(&rig, &rest, step, &mut out).unwrap();
+        largest_swing = largest_swing.max(b[8].distance(points(&still, 0)[8]));
+    }
+    assert!(largest_swing > 0.2, "{largest_swing}");
+}
+
+#[test]
+fn carrying_a_bad_armature_move_is_refused() {
+    let rig = tail_rig(JointLimits::FREE);
+    let mut sim = simulation(&rig, SpringParams::default(), vec![]);
+    let zero = glam::Affine3A::from_scale(Vec3::ZERO);
+    assert!(sim
+        .carry(zero)
+        .unwrap_err()
+        .to_string()
+        .contains("armature"));
+    let nan = glam::Affine3A::from_translation(Vec3::NAN);
+    assert!(sim.carry(nan).is_err());
+}

@@ -5,7 +5,7 @@ use crate::arrays::{new_array, read_f32, read_pose, write_rotations, ANY};
 use crate::errors::{guarded, non_negative, to_py, BoneIndexError, SolverError, TendonError};
 use crate::frames::{read_frame_vectors, FrameArrays, FrameData};
 use crate::rig::{bone_index, Rig};
-use glam::Vec3;
+use glam::{Affine3A, Mat4, Vec3};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tendon_core::batch::FrameInput;
@@ -30,6 +30,8 @@ pub(crate) struct SpringSimulation {
     pose: Pose,
     out: Pose,
     scratch: Vec<f32>,
+    /// The armature object's world matrix at the last simulated frame, when given.
+    last_object: Option<Affine3A>,
 }
 
 #[pymethods]
@@ -123,6 +125,7 @@ impl SpringSimulation {
             pose: Pose::rest(n),
             out: Pose::rest(n),
             scratch: Vec::new(),
+            last_object: None,
         })
     }
 
@@ -151,12 +154,15 @@ impl SpringSimulation {
             &mut self.scratch,
         )?;
         let (sim, rig, pose) = (&mut self.sim, &self.rig, &self.pose);
+        self.last_object = None;
         guarded(|| sim.reset(rig, pose))
     }
 
     /// Advances `dt` seconds to the animated pose given; returns the pose's rotations with
-    /// the chains' bones turned, (n, 4) w-first.
-    #[pyo3(signature = (dt, rotations, translations = None, scales = None))]
+    /// the chains' bones turned, (n, 4) w-first. `object_matrix` (4, 4), the armature
+    /// object's world matrix at this frame: given at each frame, the chains lag behind the
+    /// object's own motion.
+    #[pyo3(signature = (dt, rotations, translations = None, scales = None, object_matrix = None))]
     fn advance<'py>(
         &mut self,
         py: Python<'py>,
@@ -164,7 +170,16 @@ impl SpringSimulation {
         rotations: &Bound<'py, PyAny>,
         translations: Option<&Bound<'py, PyAny>>,
         scales: Option<&Bound<'py, PyAny>>,
+        object_matrix: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let now = match object_matrix {
+            Some(matrix) => object_matrices(matrix, None)?.first().copied(),
+            None => None,
+        };
+        if let (Some(before), Some(now)) = (self.last_object, now) {
+            guarded(|| self.sim.carry(now.inverse() * before))?;
+        }
+        self.last_object = now;
         read_pose(
             &self.rig,
             rotations,
@@ -188,7 +203,7 @@ impl SpringSimulation {
     /// the first frame unless `reset` is false. `gravity` (frames, 3), armature space,
     /// replaces the setting frame by frame (an armature that turns over the range turns
     /// the world's down with it). Returns (frames, n, 4) rotations.
-    #[pyo3(signature = (rotations, dt, translations = None, scales = None, reset = true, gravity = None))]
+    #[pyo3(signature = (rotations, dt, translations = None, scales = None, reset = true, gravity = None, object_matrices = None))]
     #[allow(clippy::too_many_arguments)]
     fn simulate<'py>(
         &mut self,
@@ -199,6 +214,7 @@ impl SpringSimulation {
         scales: Option<&Bound<'py, PyAny>>,
         reset: bool,
         gravity: Option<&Bound<'py, PyAny>>,
+        object_matrices: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let n = self.rig.len();
         let mut data = FrameData::default();
@@ -238,6 +254,13 @@ impl SpringSimulation {
                 return Err(SolverError::new_err("gravity holds a non-finite value"));
             }
         }
+        // The armature object's world matrix per frame (row-major, as Blender's
+        // `matrix_world`): the chains then lag behind its own motion.
+        let objects = match object_matrices {
+            Some(matrices) => self::object_matrices(matrices, Some(frames))?,
+            None => Vec::new(),
+        };
+        let last_object = &mut self.last_object;
         let mut result = vec![0.0f32; frames * n * 4];
         let (sim, rig, pose, out) = (&mut self.sim, &self.rig, &mut self.pose, &mut self.out);
         let setting = sim.params.gravity;
@@ -251,6 +274,15 @@ impl SpringSimulation {
                     input.frame_pose(rig, frame, pose);
                     if frame == 0 && reset {
                         sim.reset(rig, pose)?;
+                    } else if let (Some(before), Some(now)) = (
+                        if frame == 0 {
+                            *last_object
+                        } else {
+                            objects.get(frame - 1).copied()
+                        },
+                        objects.get(frame),
+                    ) {
+                        sim.carry(now.inverse() * before)?;
                     }
                     if !gravities.is_empty() {
                         sim.params.gravity = Vec3::from_slice(&gravities[3 * frame..3 * frame + 3]);
@@ -268,6 +300,8 @@ impl SpringSimulation {
         });
         self.sim.params.gravity = setting;
         let () = done?;
+        // A continued call (reset=False) carries on from this call's last place.
+        self.last_object = objects.last().copied();
         new_array(py, &[frames, n, 4], &result)
     }
 
@@ -289,4 +323,31 @@ impl SpringSimulation {
         let flat: Vec<f32> = points.iter().flat_map(|p| p.to_array()).collect();
         new_array(py, &[points.len(), 3], &flat)
     }
+}
+
+/// World matrices of the armature object, row-major as Blender's `matrix_world`: one
+/// (4, 4) with `frames` None, else (frames, 4, 4); each must be invertible numbers.
+fn object_matrices(array: &Bound<'_, PyAny>, frames: Option<usize>) -> PyResult<Vec<Affine3A>> {
+    let (what, shape) = match frames {
+        Some(frames) => ("object_matrices", vec![frames, 4, 4]),
+        None => ("object_matrix", vec![4, 4]),
+    };
+    let mut flat = Vec::new();
+    read_f32(array, what, &shape, &mut flat)?;
+    flat.chunks_exact(16)
+        .enumerate()
+        .map(|(frame, m)| {
+            let mut columns = [0.0f32; 16];
+            columns.copy_from_slice(m);
+            let affine = Affine3A::from_mat4(Mat4::from_cols_array(&columns).transpose());
+            if affine.is_finite() && affine.matrix3.determinant().abs() > 1e-12 {
+                Ok(affine)
+            } else {
+                let which = frames.map_or(String::new(), |_| format!("[{frame}]"));
+                Err(SolverError::new_err(format!(
+                    "{what}{which} is not an invertible matrix of numbers"
+                )))
+            }
+        })
+        .collect()
 }

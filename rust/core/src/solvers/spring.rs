@@ -314,6 +314,40 @@ impl SpringSimulation {
         self.started = true;
     }
 
+    /// Carries the simulation through a move of the armature in the world since the last
+    /// frame: `delta` takes the last frame's armature space to this frame's (this frame's
+    /// world-to-armature matrix times the last frame's armature-to-world). The simulated
+    /// points keep their places in the world, so a chain lags behind the armature object's
+    /// own motion and swings after it, as it does behind a moving root bone; the last
+    /// frame's animated points and colliders move with it, so the chain's root and the
+    /// colliders travel between their two frames' places in the world. Call it before
+    /// [`advance`](SpringSimulation::advance); before the first frame it changes nothing.
+    pub fn carry(&mut self, delta: Affine3A) -> Result<()> {
+        if !(delta.matrix3.is_finite() && delta.translation.is_finite())
+            || delta.matrix3.determinant().abs() < 1e-12
+        {
+            return Err(TendonError::InvalidValue {
+                what: "armature move".into(),
+                reason: "the armature's world matrix must be finite and invertible".into(),
+            });
+        }
+        if !self.started {
+            return Ok(());
+        }
+        for points in [
+            &mut self.points,
+            &mut self.previous,
+            &mut self.shown,
+            &mut self.animated_before,
+            &mut self.spheres_before,
+        ] {
+            for point in points.iter_mut() {
+                *point = delta.transform_point3a(*point);
+            }
+        }
+        Ok(())
+    }
+
     /// Advances `dt` seconds towards the animated pose `animated` (this frame's pose; the
     /// last call's is remembered and the animation is interpolated in between), writing
     /// `animated` with the chains' bones turned into `out`.

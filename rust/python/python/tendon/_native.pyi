@@ -257,6 +257,7 @@ class SpringSimulation:
         rotations: _ArrayLike,
         translations: _ArrayLike | None = None,
         scales: _ArrayLike | None = None,
+        object_matrix: _ArrayLike | None = None,
     ) -> _Float32Array: ...
     def simulate(
         self,
@@ -266,5 +267,6 @@ class SpringSimulation:
         scales: _ArrayLike | None = None,
         reset: bool = True,
         gravity: _ArrayLike | None = None,
+        object_matrices: _ArrayLike | None = None,
     ) -> _Float32Array: ...
     def points(self, chain: int) -> _Float32Array: ...
