@@ -681,6 +681,45 @@ def test_a_spring_chain_lags_behind_the_moving_object_alike_in_one_call_chunks_o
         simulation().simulate(frames, 1 / 24, object_matrices=singular)
 
 
+def test_goals_solvers_and_results_pickle_for_worker_processes() -> None:
+    """A TD's process pool needs goals, solvers and results to pickle (only rigs did)."""
+    import pickle
+    from concurrent.futures import ProcessPoolExecutor
+
+    rig = tendon.Rig.from_json((FIXTURES / "humanoid.json").read_text())
+    goals = [
+        tendon.Goal("hand.L", (0.5, -0.3, 1.5), chain_length=3, pole=(0.3, 0.5, 1.2), pole_angle=0.25),
+        tendon.Goal(rig.names.index("head"), (0.03, -0.04, 1.79), rotation=(0.7071, 0.7071, 0, 0), rotation_weight=0.5),
+        tendon.Goal("foot.R", (-0.1, 0.0, 0.1), chain_length=2, weight=0.7, point="head"),
+    ]
+    fields = ("bone", "target", "rotation", "rotation_weight", "weight", "chain_length", "pole", "pole_angle", "point")
+    for goal in goals:
+        copy = pickle.loads(pickle.dumps(goal))
+        assert [getattr(copy, f) for f in fields] == [getattr(goal, f) for f in fields]
+    solver = tendon.Solver("tension", max_evaluations=123, reference="rest")
+    copy_solver = pickle.loads(pickle.dumps(solver))
+    assert copy_solver.name == "tension" and copy_solver.settings == solver.settings
+    result = solver.solve(rig, goals)
+    again = pickle.loads(pickle.dumps(result))
+    np.testing.assert_array_equal(again.rotations, result.rotations)
+    np.testing.assert_array_equal(again.translations, result.translations)
+    assert (again.reached, again.iterations, again.residual, again.rotation_residual) == (
+        result.reached,
+        result.iterations,
+        result.residual,
+        result.rotation_residual,
+    )
+    targets = np.array([[g.target for g in goals]] * 4, np.float32)
+    frames = solver.solve_frames(rig, goals, targets)
+    frames_again = pickle.loads(pickle.dumps(frames))
+    for name in ("rotations", "translations", "iterations", "residual", "reached"):
+        np.testing.assert_array_equal(getattr(frames_again, name), getattr(frames, name))
+    # In a worker process, the same solve gives the same pose.
+    with ProcessPoolExecutor(max_workers=1) as pool:
+        remote = pool.submit(copy_solver.solve, rig, goals).result()
+    np.testing.assert_array_equal(remote.rotations, result.rotations)
+
+
 def test_arrays_in_the_other_byte_order_or_unaligned_are_read_by_value() -> None:
     """A big-endian float32 array passed the buffer check and was copied as is (a target
     of (0.6, -0.2, 1.3) read as (-6e-23, -4e8, 3e23)); an unaligned one raised a bare

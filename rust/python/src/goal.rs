@@ -18,6 +18,27 @@ pub(crate) struct Goal {
 
 #[pymethods]
 impl Goal {
+    /// Pickling: the bone (as given, name or index), the target and every setting.
+    #[allow(clippy::type_complexity)]
+    fn __getnewargs_ex__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(
+        (Bound<'py, PyAny>, (f32, f32, f32)),
+        Bound<'py, pyo3::types::PyDict>,
+    )> {
+        let py = slf.py();
+        let goal = slf.borrow();
+        let settings = pyo3::types::PyDict::new(py);
+        settings.set_item("rotation", goal.rotation())?;
+        settings.set_item("rotation_weight", goal.rotation_weight())?;
+        settings.set_item("weight", goal.weight())?;
+        settings.set_item("chain_length", goal.chain_length())?;
+        settings.set_item("pole", goal.pole())?;
+        settings.set_item("point", goal.point())?;
+        settings.set_item("pole_angle", goal.pole_angle())?;
+        Ok(((goal.bone(py)?, goal.target()), settings))
+    }
+
     #[new]
     // `chain_length` taken as any object so that a bad one is refused by name (see
     // `non_negative`); `None` stands for its default 0, which the signature shows.

@@ -39,6 +39,48 @@ pub(crate) struct SolveResult {
 
 #[pymethods]
 impl SolveResult {
+    /// Pickling: the fields, back through `_unpickle`.
+    #[allow(clippy::type_complexity)]
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(
+        Bound<'py, PyAny>,
+        (Py<PyAny>, Py<PyAny>, u32, f32, f32, bool),
+    )> {
+        let py = slf.py();
+        let r = slf.get();
+        Ok((
+            slf.get_type().getattr("_unpickle")?,
+            (
+                r.rotations.clone_ref(py),
+                r.translations.clone_ref(py),
+                r.iterations,
+                r.residual,
+                r.rotation_residual,
+                r.reached,
+            ),
+        ))
+    }
+
+    #[staticmethod]
+    fn _unpickle(
+        rotations: Py<PyAny>,
+        translations: Py<PyAny>,
+        iterations: u32,
+        residual: f32,
+        rotation_residual: f32,
+        reached: bool,
+    ) -> SolveResult {
+        SolveResult {
+            rotations,
+            translations,
+            iterations,
+            residual,
+            rotation_residual,
+            reached,
+        }
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "Result(reached={}, iterations={}, residual={:e}, rotation_residual={:e})",
@@ -64,6 +106,48 @@ pub(crate) struct FramesResult {
     residual: Py<PyAny>,
     #[pyo3(get)]
     reached: Py<PyAny>,
+}
+
+#[pymethods]
+impl FramesResult {
+    /// Pickling: the arrays, back through `_unpickle`.
+    #[allow(clippy::type_complexity)]
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(
+        Bound<'py, PyAny>,
+        (Py<PyAny>, Py<PyAny>, Py<PyAny>, Py<PyAny>, Py<PyAny>),
+    )> {
+        let py = slf.py();
+        let r = slf.get();
+        Ok((
+            slf.get_type().getattr("_unpickle")?,
+            (
+                r.rotations.clone_ref(py),
+                r.translations.clone_ref(py),
+                r.iterations.clone_ref(py),
+                r.residual.clone_ref(py),
+                r.reached.clone_ref(py),
+            ),
+        ))
+    }
+
+    #[staticmethod]
+    fn _unpickle(
+        rotations: Py<PyAny>,
+        translations: Py<PyAny>,
+        iterations: Py<PyAny>,
+        residual: Py<PyAny>,
+        reached: Py<PyAny>,
+    ) -> FramesResult {
+        FramesResult {
+            rotations,
+            translations,
+            iterations,
+            residual,
+            reached,
+        }
+    }
 }
 
 /// A solver with its settings and its own memory (reuse it: solving again allocates
@@ -207,6 +291,14 @@ impl Solver {
 
     fn __repr__(&self) -> String {
         format!("Solver('{}')", self.config.name())
+    }
+
+    /// Pickling: the name and settings (a new solver's memory is its own).
+    fn __getnewargs_ex__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<((&'static str,), Bound<'py, PyAny>)> {
+        Ok(((self.config.name(),), settings_dict(py, &self.config)?))
     }
 
     /// Stores the pose the tension solver's `reference="pose"` relaxes towards: local

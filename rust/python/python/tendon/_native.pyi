@@ -101,6 +101,7 @@ class Rig:
 
 @final
 class Goal:
+    def __getnewargs_ex__(self) -> tuple[tuple[str | int, tuple[float, float, float]], dict[str, object]]: ...
     def __new__(
         cls,
         bone: str | int,
@@ -163,6 +164,7 @@ class FramesResult:
 
 @final
 class Solver:
+    def __getnewargs_ex__(self) -> tuple[tuple[str], dict[str, float | int | bool | str]]: ...
     def __new__(cls, name: str = "fabrik", **params: float | int | bool | str) -> Solver: ...
     @staticmethod
     def names() -> list[str]: ...
