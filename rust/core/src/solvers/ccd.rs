@@ -187,6 +187,7 @@ impl Solver for Ccd {
         let params = self.params.iteration;
         self.ws
             .prepare(rig, start, goals, GoalMode::Positional, &params)?;
+        self.ws.record_bends();
         self.scratch.build(&self.ws, rig);
         let iterations = self.ws.iterate_full_body(
             rig,
@@ -197,6 +198,7 @@ impl Solver for Ccd {
             |scratch, ws, rig| scratch.build(ws, rig),
             |scratch, ws, rig| scratch.sweep(ws, rig, params.max_step_angle),
         )?;
+        self.ws.keep_bend_sides(rig);
         let report = self.ws.finish(rig, &params, iterations, out);
         if report.reached || !self.ws.moves_limited_joint(rig) {
             return Ok(report);

@@ -349,27 +349,10 @@ impl Scratch {
                 params.max_iterations,
             );
             most = most.max(iterations);
-            self.turn_chain_onto_points(ws, rig, g);
+            ws.turn_chain_onto_points(rig, g, &self.points);
         }
         ws.forward_kinematics(rig);
         most
-    }
-
-    /// Turns goal `g`'s joints, top first, so each one's handle points at its solved
-    /// position: one smallest rotation per joint, from the start pose, so nothing drifts
-    /// and twist is kept.
-    fn turn_chain_onto_points(&self, ws: &mut Workspace, rig: &Rig, g: usize) {
-        let (start, end) = ws.goals[g].joints;
-        for k in (start..end).rev() {
-            let joint = ws.goal_joints[k];
-            if k + 1 < end {
-                ws.update_bone(rig, joint);
-            }
-            let head = ws.head(joint);
-            let handle = ws.chain_handle(g, k);
-            let wanted = self.points[end - k];
-            ws.turn_free_bone(joint, from_to(handle - head, wanted - head));
-        }
     }
 }
 
@@ -461,6 +444,7 @@ impl Solver for Fabrik {
         let params = self.params.iteration;
         self.ws
             .prepare(rig, start, goals, GoalMode::Positional, &params)?;
+        self.ws.record_bends();
         self.scratch.build_handles(&self.ws, rig);
         let scratch = &mut self.scratch;
         let mut used = 0;
@@ -470,6 +454,7 @@ impl Solver for Fabrik {
             let report = self.ws.report_now(&params, used);
             // Full-body solving's second phase follows even when the first used its cap.
             if report.reached || (used >= params.max_iterations && !params.exclusive_chains) {
+                self.ws.keep_bend_sides(rig);
                 return Ok(self.ws.finish(rig, &params, used, out));
             }
         }
@@ -487,6 +472,7 @@ impl Solver for Fabrik {
                 scratch.forward(ws, rig, params.max_step_angle);
             },
         )?;
+        self.ws.keep_bend_sides(rig);
         let report = self.ws.finish(rig, &params, iterations, out);
         if report.reached || !self.ws.moves_limited_joint(rig) {
             return Ok(report);

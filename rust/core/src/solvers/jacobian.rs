@@ -1122,6 +1122,7 @@ impl SolveOnce for JacobianDls {
         }
         self.ws
             .prepare(rig, start, goals, GoalMode::Full, &params.iteration)?;
+        self.ws.record_bends();
         self.scratch.by_component = true;
         self.scratch.prepare(&self.ws, rig);
         if !(0.0..=1.0).contains(&params.world_turn_weight) {
@@ -1180,6 +1181,7 @@ impl SolveOnce for JacobianDls {
             },
             step,
         )?;
+        self.ws.keep_bend_sides(rig);
         Ok(self.ws.finish(rig, &params.iteration, iterations, out))
     }
 }
@@ -1234,6 +1236,7 @@ impl SolveOnce for JacobianTranspose {
         let params = self.params.iteration;
         self.ws
             .prepare(rig, start, goals, GoalMode::Full, &params)?;
+        self.ws.record_bends();
         self.scratch.prepare(&self.ws, rig);
         let step = |scratch: &mut Scratch, ws: &mut Workspace, rig: &Rig| {
             let before = scratch.linearise(ws, rig);
@@ -1260,6 +1263,7 @@ impl SolveOnce for JacobianTranspose {
             |scratch, ws, rig| scratch.prepare(ws, rig),
             step,
         )?;
+        self.ws.keep_bend_sides(rig);
         Ok(self.ws.finish(rig, &params, iterations, out))
     }
 }

@@ -4,6 +4,7 @@
 //! [`iteration`] (residuals, the iteration loop with its cap, tolerance, stall exit and
 //! colinear bump, pole twists, full-body solving's second phase, and the final report).
 
+mod bends;
 mod goals;
 pub(crate) use goals::chain_root;
 mod iteration;
@@ -140,6 +141,13 @@ pub(crate) struct Workspace {
     /// Whether full-body solving may run its second phase (a caller with a reaching
     /// answer of its own to fall back on turns it off).
     pub second_phase: bool,
+    /// Each goal's bends in the start pose, top first: at each joint below the chain's top
+    /// joint, the bend's normal in the frame of the bone above it, or none where the chain
+    /// is straight (`bend_start[bend_offsets[g]..bend_offsets[g + 1]]`); and scratch for
+    /// the chain's points now (see `Workspace::keep_bend_sides`).
+    bend_start: Vec<Option<Vec3>>,
+    bend_offsets: Vec<usize>,
+    bend_points: Vec<Vec3>,
 }
 
 impl Default for Workspace {
@@ -170,6 +178,9 @@ impl Default for Workspace {
             exclusive_score: 0.0,
             shared_start: Pose::rest(0),
             second_phase: true,
+            bend_start: Vec::new(),
+            bend_offsets: Vec::new(),
+            bend_points: Vec::new(),
         }
     }
 }
