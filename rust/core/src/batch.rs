@@ -12,8 +12,8 @@
 //!
 //! [`solve_frames_threaded`] gives the same answer with the goals' independent groups
 //! (limbs whose chains share no bone and hang from none another turns) solved at once on
-//! separate threads, each group over the whole range, for the solvers that treat such
-//! groups on their own ([`Solver::solves_groups_apart`]).
+//! separate threads, each group over the whole range, for the solvers that solve such
+//! groups each as if alone ([`Solver::solves_groups_apart`]).
 //!
 //! ```
 //! use glam::Vec3;
@@ -60,7 +60,7 @@
 use crate::error::Result;
 use crate::goal::Goal;
 use crate::rig::{Pose, Rig};
-use crate::solvers::{chain_root, SolveReport, Solver};
+use crate::solvers::{chain_root, Apart, SolveReport, Solver};
 use glam::{Quat, Vec3};
 use std::cell::RefCell;
 
@@ -142,78 +142,22 @@ pub fn solve_frames<S: Solver + ?Sized>(
 /// (and at once). Groups list goal indices in order; a goal on a bone the rig does not have
 /// shares the first group (the solve names it).
 pub fn independent_groups(rig: &Rig, goals: &[Goal]) -> Vec<Vec<usize>> {
-    let n = rig.len();
-    // Union-find over goals: two goals join when one's chain turns a bone above (or at)
-    // the other's effector.
-    let mut leader: Vec<usize> = (0..goals.len()).collect();
-    fn find(leader: &mut [usize], mut g: usize) -> usize {
-        while leader[g] != g {
-            leader[g] = leader[leader[g]];
-            g = leader[g];
-        }
-        g
-    }
-    // Per bone, the goal whose chain turns it (the first such goal).
-    let mut turned_by = vec![usize::MAX; n];
-    let valid = |g: &Goal| g.bone < n;
-    for (k, goal) in goals.iter().enumerate() {
-        if !valid(goal) {
-            let first = find(&mut leader, 0);
-            let this = find(&mut leader, k);
-            leader[this] = first;
-            continue;
-        }
-        let top = chain_root(rig, goal.bone, goal.chain_length);
-        let mut bone = goal.bone;
-        loop {
-            match turned_by[bone] {
-                usize::MAX => turned_by[bone] = k,
-                other => {
-                    let (a, b) = (find(&mut leader, other), find(&mut leader, k));
-                    leader[a.max(b)] = a.min(b);
-                }
-            }
-            if bone == top {
-                break;
-            }
-            match rig.parent(bone) {
-                Some(p) => bone = p,
-                None => break,
-            }
-        }
-    }
-    // A chain turning a bone above another goal's chain carries that goal.
-    for (k, goal) in goals.iter().enumerate().filter(|(_, g)| valid(g)) {
-        let mut above = rig.parent(chain_root(rig, goal.bone, goal.chain_length));
-        while let Some(bone) = above {
-            if turned_by[bone] != usize::MAX {
-                let (a, b) = (find(&mut leader, turned_by[bone]), find(&mut leader, k));
-                leader[a.max(b)] = a.min(b);
-            }
-            above = rig.parent(bone);
-        }
-    }
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    let mut group_of = vec![usize::MAX; goals.len()];
+    let mut apart = Apart::default();
+    let mut groups = vec![Vec::new(); apart.split(rig, goals)];
     for k in 0..goals.len() {
-        let l = find(&mut leader, k);
-        if group_of[l] == usize::MAX {
-            group_of[l] = groups.len();
-            groups.push(Vec::new());
-        }
-        groups[group_of[l]].push(k);
+        groups[apart.group_of(k)].push(k);
     }
     groups
 }
 
 /// [`solve_frames`] with the goals' independent groups ([`independent_groups`]) spread
 /// over up to `threads` threads (0: as many as the machine runs at once), each thread
-/// solving its groups over the whole range. The answer is the one [`solve_frames`] gives
-/// to the solver's tolerance (each group converges on its own rather than alongside the
-/// others; a report's iterations are its slowest group's), in order through `output`.
-/// Solvers that cannot solve groups apart, a single group, a single thread or a short
-/// range go through [`solve_frames`] itself; so does a range that fails, which then
-/// fails as there (same error, `output` called for the frames before it).
+/// solving its groups over the whole range, through `output` in frame order. The answer
+/// is [`solve_frames`]'s to the last bit: the solvers that say so
+/// ([`Solver::solves_groups_apart`]) solve each group as if alone in any solve. Other
+/// solvers, a single group, a single thread or a short range go through [`solve_frames`]
+/// itself; so does a range that fails, which then fails as there (same error, `output`
+/// called for the frames before it).
 #[allow(clippy::too_many_arguments)]
 pub fn solve_frames_threaded<S: Solver + Clone + Send>(
     solver: &mut S,

@@ -1308,3 +1308,51 @@ fn limbs_keep_the_start_pose_bend_side_with_every_solver() {
         }
     }
 }
+
+#[test]
+fn a_pole_turns_a_chain_that_already_reaches() {
+    // The start already reaches the target with the knee bent towards -Z; the pole is on
+    // the +Z side. Every solver turns the knee to the pole (before, the iteration loop
+    // never ran, and the pole turned the chain only when another limb in the same solve
+    // needed a step).
+    let bend = Transform {
+        translation: Vec3::new(0.0, 1.0, 0.0),
+        rotation: Quat::from_rotation_x(0.3),
+        scale: Vec3::ONE,
+    };
+    let rig = RigDesc {
+        bones: vec![
+            BoneDesc::new("thigh", None, Transform::IDENTITY, 1.0),
+            BoneDesc::new("shin", Some("thigh"), bend, 1.0),
+        ],
+    }
+    .build()
+    .unwrap();
+    let rest = Pose::rest(2);
+    let world = rig.world_matrices(&rest);
+    let (knee, foot) = rig.head_tail(&world[1], 1);
+    assert!(
+        knee.z < foot.z,
+        "the shin bends towards +Z, the knee lies on the -Z side"
+    );
+    let mut goal = Goal::new(1, foot);
+    goal.pole = Some(Vec3::new(0.0, 1.0, 5.0));
+    for name in [
+        "fabrik",
+        "ccd",
+        "jacobian_dls",
+        "jacobian_transpose",
+        "two_bone",
+    ] {
+        let (pose, report) = config(name).build().solve(&rig, &rest, &[goal]).unwrap();
+        assert!(report.reached, "{name}: {report:?}");
+        let world = rig.world_matrices(&pose);
+        let knee = rig.head_tail(&world[1], 1).0;
+        let axis = foot.normalize();
+        let side = knee - axis * knee.dot(axis);
+        assert!(
+            side.z > 0.0 && side.x.abs() < 1e-4,
+            "{name}: knee at {knee}"
+        );
+    }
+}

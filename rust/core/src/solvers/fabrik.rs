@@ -12,7 +12,7 @@
 use super::driver::{GoalMode, Workspace};
 use super::finish::FinishWithinLimits;
 use super::two_bone::place;
-use super::{IterationParams, SolveReport, Solver};
+use super::{Apart, IterationParams, SolveReport, Solver};
 use crate::error::Result;
 use crate::goal::Goal;
 use crate::math::{best_fit_rotation, clamp_angle, from_to};
@@ -77,6 +77,7 @@ pub struct Fabrik {
     ws: Workspace,
     scratch: Scratch,
     finish: FinishWithinLimits,
+    apart: Apart,
 }
 
 /// FABRIK's own reusable memory.
@@ -429,12 +430,36 @@ fn fabrik_points(
 }
 
 impl Solver for Fabrik {
-    /// Groups apart are solved alike unless the root moves (it carries every goal).
+    /// Groups are solved apart unless the root moves (it carries every goal).
     fn solves_groups_apart(&self) -> bool {
         !self.params.iteration.move_root
     }
 
+    /// Independent groups of goals are solved one after another, each as if alone
+    /// (`solvers::apart`).
     fn solve_into(
+        &mut self,
+        rig: &Rig,
+        start: &Pose,
+        goals: &[Goal],
+        out: &mut Pose,
+    ) -> Result<SolveReport> {
+        if !self.solves_groups_apart() {
+            return self.solve_whole(rig, start, goals, out);
+        }
+        let mut apart = std::mem::take(&mut self.apart);
+        let solved = match apart.split(rig, goals) {
+            0 | 1 => self.solve_whole(rig, start, goals, out),
+            _ => apart.solve(self, rig, start, goals, out, Self::solve_whole),
+        };
+        self.apart = apart;
+        solved
+    }
+}
+
+impl Fabrik {
+    /// One solve of every goal together.
+    fn solve_whole(
         &mut self,
         rig: &Rig,
         start: &Pose,

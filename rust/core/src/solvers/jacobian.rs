@@ -9,7 +9,7 @@
 //! targets (scaled by the square root of weight times rotation weight).
 
 use super::driver::{GoalMode, Workspace};
-use super::{Closest, IterationParams, SolveReport, Solver};
+use super::{Apart, Closest, IterationParams, SolveReport, Solver};
 use crate::error::{Result, TendonError};
 use crate::goal::Goal;
 use crate::math::angle_between;
@@ -872,6 +872,7 @@ pub struct JacobianDls {
     ws: Workspace,
     scratch: Scratch,
     unpin: Unpin,
+    apart: Apart,
 }
 
 /// Where a retry starts from the stalled pose.
@@ -1081,7 +1082,7 @@ impl JacobianDls {
 }
 
 impl Solver for JacobianDls {
-    /// Groups apart are solved alike unless the root moves (it carries every goal) or the
+    /// Groups are solved apart unless the root moves (it carries every goal) or the
     /// world-turn weighting is on: it is chosen for the whole solve (only when every moving
     /// joint is free), so a group alone could be weighted where together it is not.
     fn solves_groups_apart(&self) -> bool {
@@ -1089,7 +1090,9 @@ impl Solver for JacobianDls {
     }
 
     /// Solves from `start`, retrying from the stalled pose with joints moved off their
-    /// bounds when that stops short on limits (see `solve_unpinning` in this module).
+    /// bounds when that stops short on limits (see `solve_unpinning` in this module);
+    /// independent groups of goals one after another, each as if alone
+    /// (`solvers::apart`).
     fn solve_into(
         &mut self,
         rig: &Rig,
@@ -1097,7 +1100,16 @@ impl Solver for JacobianDls {
         goals: &[Goal],
         out: &mut Pose,
     ) -> Result<SolveReport> {
-        solve_unpinning(self, rig, start, goals, out)
+        if !self.solves_groups_apart() {
+            return solve_unpinning(self, rig, start, goals, out);
+        }
+        let mut apart = std::mem::take(&mut self.apart);
+        let solved = match apart.split(rig, goals) {
+            0 | 1 => solve_unpinning(self, rig, start, goals, out),
+            _ => apart.solve(self, rig, start, goals, out, solve_unpinning),
+        };
+        self.apart = apart;
+        solved
     }
 }
 

@@ -10,7 +10,9 @@
 
 mod ccd;
 mod driver;
-pub(crate) use driver::chain_root;
+pub(crate) use driver::{chain_root, validate_goal};
+mod apart;
+pub(crate) use apart::Apart;
 mod fabrik;
 mod finish;
 mod jacobian;
@@ -180,11 +182,11 @@ pub trait Solver {
         self.solve_into(rig, start, goals, out)
     }
 
-    /// Whether goals in separate groups ([`crate::batch::independent_groups`]) may be
-    /// solved apart, each group as if alone, to the same tolerance: true for the solvers
-    /// whose every step treats such groups on their own (not when the root moves, which
-    /// carries every goal). Frame ranges are then spread over threads
-    /// ([`crate::batch::solve_frames_threaded`]).
+    /// Whether the solver solves goals in separate groups
+    /// ([`crate::batch::independent_groups`]) one group at a time, each as if alone: FABRIK,
+    /// CCD and damped least squares do (not when the root moves, which carries every goal),
+    /// so a limb's answer does not depend on the other limbs in the solve, and frame ranges
+    /// spread the groups over threads ([`crate::batch::solve_frames_threaded`]).
     fn solves_groups_apart(&self) -> bool {
         false
     }

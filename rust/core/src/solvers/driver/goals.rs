@@ -410,7 +410,7 @@ pub(crate) fn chain_root(rig: &Rig, bone: usize, chain_length: usize) -> usize {
     root
 }
 
-fn validate_goal(rig: &Rig, index: usize, goal: &Goal) -> Result<Goal> {
+pub(crate) fn validate_goal(rig: &Rig, index: usize, goal: &Goal) -> Result<Goal> {
     if goal.bone >= rig.len() {
         return Err(TendonError::BoneIndex {
             what: format!("goal {index}"),

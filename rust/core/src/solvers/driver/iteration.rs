@@ -632,6 +632,19 @@ impl Workspace {
     ) -> SolveReport {
         self.straighten_unreachable(rig);
         let mut eval = self.evaluate(params);
+        if eval.reached || eval.settled {
+            // Reached already: a pole still turns its chain towards it (the effector does
+            // not move), as every step would have (an arm reached from the start kept its
+            // bend away from its pole, unless another limb in the same solve needed a step).
+            let twisted = self
+                .goals
+                .iter()
+                .any(|g| g.goal.pole.is_some() && g.goal.pole_angle.is_none());
+            if twisted {
+                self.after_step(rig);
+                eval = self.evaluate(params);
+            }
+        }
         let mut iterations = 0;
         let (mut stalls, mut bumps) = (0, 0);
         while !(eval.reached || eval.settled) && iterations < params.max_iterations {

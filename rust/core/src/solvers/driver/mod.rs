@@ -6,7 +6,7 @@
 
 mod bends;
 mod goals;
-pub(crate) use goals::chain_root;
+pub(crate) use goals::{chain_root, validate_goal};
 mod iteration;
 mod workspace;
 
