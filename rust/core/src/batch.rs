@@ -4,8 +4,8 @@
 //!
 //! The warm-start policy lives here so every caller bakes alike: with one start pose the
 //! next frame starts from the last answer's rotations; with an animated pose per frame, the
-//! bones the last solve turned start where it left them and every other bone takes the
-//! frame's animated value. Translations always come from the start (or the frame's pose):
+//! bones the goals' chains turn start where the last solve left them and every other bone
+//! takes the frame's animated value. Translations always come from the start (or the frame's pose):
 //! a root `move_root` moved for the frames that needed it goes back where it was when no
 //! target needs it (it stayed moved on every later frame). The tension minimiser relaxing towards "the pose before the solve" is
 //! given the frame's animated pose for it ([`Solver::solve_near`]).
@@ -64,6 +64,28 @@ use crate::solvers::{chain_root, Apart, SolveReport, Solver};
 use glam::{Quat, Vec3};
 use std::cell::RefCell;
 
+/// The bones the goals' chains turn (each goal's bone up to its chain's top), ascending.
+fn chain_bones(rig: &Rig, goals: &[Goal]) -> Vec<usize> {
+    let mut bones = Vec::new();
+    for goal in goals.iter().filter(|g| g.bone < rig.len()) {
+        let top = chain_root(rig, goal.bone, goal.chain_length);
+        let mut bone = goal.bone;
+        loop {
+            bones.push(bone);
+            if bone == top {
+                break;
+            }
+            match rig.parent(bone) {
+                Some(p) => bone = p,
+                None => break,
+            }
+        }
+    }
+    bones.sort_unstable();
+    bones.dedup();
+    bones
+}
+
 /// What changes from frame to frame.
 pub trait FrameInput {
     /// How many frames there are.
@@ -106,16 +128,22 @@ pub fn solve_frames<S: Solver + ?Sized>(
     let animated_beside = per_frame && warm && solver.uses_near();
     let mut animated = Pose::rest(if animated_beside { n } else { 0 });
     let mut out = Pose::rest(0);
+    let moving = if per_frame && warm {
+        chain_bones(rig, goals)
+    } else {
+        Vec::new()
+    };
     for frame in 0..input.frame_count() {
         input.set_goals(frame, goals);
         if per_frame {
             input.frame_pose(rig, frame, &mut next);
             if warm && frame > 0 {
-                // Bones the last solve turned keep its answer; the rest are animated.
-                for i in 0..n {
-                    if out.rotations[i] != from.rotations[i] {
-                        next.rotations[i] = out.rotations[i];
-                    }
+                // The bones the goals turn keep the last answer; the rest are animated.
+                // (Chosen by whether the last solve had changed a bone, an animated bone
+                // outside the chains whose quaternion the solve had only normalised took
+                // the last frame's value, a frame behind on every other frame.)
+                for &i in &moving {
+                    next.rotations[i] = out.rotations[i];
                 }
             }
             std::mem::swap(&mut next, &mut from);
@@ -187,25 +215,8 @@ pub fn solve_frames_threaded<S: Solver + Clone + Send>(
     let owned: Vec<Vec<usize>> = shares
         .iter()
         .map(|share| {
-            let mut bones: Vec<usize> = Vec::new();
-            for &k in share {
-                let goal = &goals[k];
-                let top = chain_root(rig, goal.bone, goal.chain_length);
-                let mut bone = goal.bone;
-                loop {
-                    bones.push(bone);
-                    if bone == top {
-                        break;
-                    }
-                    match rig.parent(bone) {
-                        Some(p) => bone = p,
-                        None => break,
-                    }
-                }
-            }
-            bones.sort_unstable();
-            bones.dedup();
-            bones
+            let own: Vec<Goal> = share.iter().map(|&k| goals[k]).collect();
+            chain_bones(rig, &own)
         })
         .collect();
     let all_goals: &[Goal] = goals;

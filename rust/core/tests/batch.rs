@@ -330,3 +330,56 @@ fn a_threaded_range_fails_as_the_plain_one_does() {
     assert!(error.to_string().contains("frame index 7"), "{error}");
     assert_eq!(seen, (0..7).collect::<Vec<_>>());
 }
+
+/// `Sway` with the spine's animated quaternion not of unit length (as linear or Bezier
+/// keys on quaternion channels give between keys).
+struct SwayLong(Sway);
+
+impl FrameInput for SwayLong {
+    fn frame_count(&self) -> usize {
+        self.0.frame_count()
+    }
+    fn set_goals(&self, frame: usize, goals: &mut [Goal]) {
+        self.0.set_goals(frame, goals);
+    }
+    fn has_frame_poses(&self) -> bool {
+        true
+    }
+    fn frame_pose(&self, rig: &Rig, frame: usize, pose: &mut Pose) {
+        self.0.frame_pose(rig, frame, pose);
+        pose.rotations[self.0.spine] = pose.rotations[self.0.spine] * 1.02;
+    }
+}
+
+#[test]
+fn an_animated_bone_outside_the_chains_follows_its_animation_on_every_warm_frame() {
+    // A warm frame kept every bone whose rotation the last solve had changed at all: the
+    // solve normalises a quaternion that is not of unit length, so the spine took the last
+    // frame's value on every other frame.
+    let rig = humanoid();
+    let hand = rig.index_of("hand.L").unwrap();
+    let spine = rig.index_of("spine").unwrap();
+    let rest = Pose::rest(rig.len());
+    let world = rig.world_matrices(&rest);
+    let centre = rig.head_tail(&world[hand], hand).1 - Vec3::new(0.0, 0.0, 0.05);
+    let input = SwayLong(Sway { spine, centre });
+    let mut goals = [Goal::new(hand, Vec3::ZERO).with_chain_length(3)];
+    let mut solver = JacobianDls::default();
+    solve_frames(
+        &mut solver,
+        &rig,
+        &rest,
+        &mut goals,
+        &input,
+        true,
+        |frame, pose, _| {
+            let animated = Quat::from_rotation_z(0.002 * frame as f32);
+            assert!(
+                pose.rotations[spine].abs_diff_eq(animated, 1e-6),
+                "frame {frame}: {} vs {animated}",
+                pose.rotations[spine]
+            );
+        },
+    )
+    .unwrap();
+}
