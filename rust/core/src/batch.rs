@@ -4,8 +4,8 @@
 //!
 //! The warm-start policy lives here so every caller bakes alike: with one start pose the
 //! next frame starts from the last answer's rotations; with an animated pose per frame, the
-//! bones the goals' chains turn start where the last solve left them and every other bone
-//! takes the frame's animated value. Translations always come from the start (or the frame's pose):
+//! bones the last solve turned start where it left them and every other bone takes the
+//! frame's animated value. Translations always come from the start (or the frame's pose):
 //! a root `move_root` moved for the frames that needed it goes back where it was when no
 //! target needs it (it stayed moved on every later frame). The tension minimiser relaxing towards "the pose before the solve" is
 //! given the frame's animated pose for it ([`Solver::solve_near`]).
@@ -63,6 +63,15 @@ use crate::rig::{Pose, Rig};
 use crate::solvers::{chain_root, Apart, SolveReport, Solver};
 use glam::{Quat, Vec3};
 use std::cell::RefCell;
+
+/// Whether a solve turned a bone from `before` to `after`: more than rounding, either sign.
+fn turned(before: Quat, after: Quat) -> bool {
+    let before = before.normalize();
+    (before - after)
+        .length_squared()
+        .min((before + after).length_squared())
+        > 1e-12
+}
 
 /// The bones the goals' chains turn (each goal's bone up to its chain's top), ascending.
 fn chain_bones(rig: &Rig, goals: &[Goal]) -> Vec<usize> {
@@ -128,22 +137,19 @@ pub fn solve_frames<S: Solver + ?Sized>(
     let animated_beside = per_frame && warm && solver.uses_near();
     let mut animated = Pose::rest(if animated_beside { n } else { 0 });
     let mut out = Pose::rest(0);
-    let moving = if per_frame && warm {
-        chain_bones(rig, goals)
-    } else {
-        Vec::new()
-    };
     for frame in 0..input.frame_count() {
         input.set_goals(frame, goals);
         if per_frame {
             input.frame_pose(rig, frame, &mut next);
             if warm && frame > 0 {
-                // The bones the goals turn keep the last answer; the rest are animated.
-                // (Chosen by whether the last solve had changed a bone, an animated bone
-                // outside the chains whose quaternion the solve had only normalised took
-                // the last frame's value, a frame behind on every other frame.)
-                for &i in &moving {
-                    next.rotations[i] = out.rotations[i];
+                // Bones the last solve turned keep its answer; the rest are animated (so
+                // where the animation already reaches, the bake keeps it). A quaternion the
+                // solve only normalised was not turned: compared exactly, an animated bone
+                // outside the chains took the last frame's value on every other frame.
+                for i in 0..n {
+                    if turned(from.rotations[i], out.rotations[i]) {
+                        next.rotations[i] = out.rotations[i];
+                    }
                 }
             }
             std::mem::swap(&mut next, &mut from);
