@@ -680,6 +680,11 @@ def test_a_spring_chain_lags_behind_the_moving_object_alike_in_one_call_chunks_o
     sim.reset(rest)
     stepped = [sim.advance(0.0 if f == 0 else 1 / 24, rest, object_matrix=moving[f]) for f in range(48)]
     np.testing.assert_allclose(np.stack(stepped), whole, atol=1e-5)
+    # An armature scaled to 1e-4 (an import in odd units) is a matrix like any other.
+    tiny = moving.copy()
+    tiny[:, :3, :3] *= 1e-4
+    tiny_scale = simulation().simulate(frames, 1 / 24, object_matrices=tiny)
+    assert np.isfinite(tiny_scale).all()
     singular = moving.copy()
     singular[30] = 0.0
     with pytest.raises(tendon.SolverError, match=r"object_matrices\[30\]"):

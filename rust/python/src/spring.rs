@@ -340,7 +340,11 @@ fn object_matrices(array: &Bound<'_, PyAny>, frames: Option<usize>) -> PyResult<
             let mut columns = [0.0f32; 16];
             columns.copy_from_slice(m);
             let affine = Affine3A::from_mat4(Mat4::from_cols_array(&columns).transpose());
-            if affine.is_finite() && affine.matrix3.determinant().abs() > 1e-12 {
+            // Relative to the axes' lengths: an armature scaled to 1e-4 (determinant 1e-12)
+            // is a matrix like any other.
+            let m = affine.matrix3;
+            let size = m.x_axis.length() * m.y_axis.length() * m.z_axis.length();
+            if affine.is_finite() && size > 0.0 && m.determinant().abs() > 1e-6 * size {
                 Ok(affine)
             } else {
                 let which = frames.map_or(String::new(), |_| format!("[{frame}]"));

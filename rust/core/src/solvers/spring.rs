@@ -323,8 +323,11 @@ impl SpringSimulation {
     /// colliders travel between their two frames' places in the world. Call it before
     /// [`advance`](SpringSimulation::advance); before the first frame it changes nothing.
     pub fn carry(&mut self, delta: Affine3A) -> Result<()> {
-        if !(delta.matrix3.is_finite() && delta.translation.is_finite())
-            || delta.matrix3.determinant().abs() < 1e-12
+        let m = delta.matrix3;
+        let size = m.x_axis.length() * m.y_axis.length() * m.z_axis.length();
+        if !(m.is_finite() && delta.translation.is_finite())
+            || size <= 0.0
+            || m.determinant().abs() <= 1e-6 * size
         {
             return Err(TendonError::InvalidValue {
                 what: "armature move".into(),
