@@ -139,6 +139,11 @@ impl Apart {
         };
         self.current.copy_from(start);
         for group in 0..self.groups {
+            if group > 0 {
+                // The last group's answer is the next one's start (swapped, not copied:
+                // the solve writes the whole of `out`).
+                std::mem::swap(&mut self.current, out);
+            }
             self.sub.clear();
             self.sub.extend(
                 goals
@@ -148,7 +153,6 @@ impl Apart {
                     .map(|(goal, _)| *goal),
             );
             let r = once(solver, rig, &self.current, &self.sub, out)?;
-            self.current.copy_from(out);
             report.iterations = report.iterations.max(r.iterations);
             report.residual = report.residual.max(r.residual);
             report.rotation_residual = report.rotation_residual.max(r.rotation_residual);

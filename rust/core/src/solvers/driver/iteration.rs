@@ -713,15 +713,14 @@ impl Workspace {
         iterations: u32,
         out: &mut Pose,
     ) -> SolveReport {
-        for (rotation, start) in self.pose.rotations.iter_mut().zip(&self.start_rotations) {
-            if !rotation.is_finite() {
-                *rotation = *start;
+        // Only the bones on the goals' paths are ever changed (the root's translation with
+        // `move_root` among them).
+        for &i in &self.goal_paths {
+            if !self.pose.rotations[i].is_finite() {
+                self.pose.rotations[i] = self.start_rotations[i];
             }
-        }
-        let translations = self.pose.translations.iter_mut();
-        for (translation, start) in translations.zip(&self.start_translations) {
-            if !translation.is_finite() {
-                *translation = *start;
+            if !self.pose.translations[i].is_finite() {
+                self.pose.translations[i] = self.start_translations[i];
             }
         }
         self.forward_kinematics(rig);
