@@ -281,6 +281,8 @@ pub fn solve_frames_threaded<S: Solver + Clone + Send>(
             report.rotation_residual = report.rotation_residual.max(r.rotation_residual);
             report.reached &= r.reached;
         }
+        // The bones outside the chains as the solvers give them: of unit length.
+        pose.validate(rig)?;
         output(frame, &pose, report);
     }
     // The caller's goals as the plain path leaves them: set for the last frame.

@@ -293,12 +293,66 @@ impl Solver {
         format!("Solver('{}')", self.config.name())
     }
 
-    /// Pickling: the name and settings (a new solver's memory is its own).
+    /// Pickling: the name and settings (a new solver's memory is its own)...
     fn __getnewargs_ex__<'py>(
         &self,
         py: Python<'py>,
     ) -> PyResult<((&'static str,), Bound<'py, PyAny>)> {
         Ok(((self.config.name(),), settings_dict(py, &self.config)?))
+    }
+
+    /// ... and a tension solver's stored reference pose: (rotations, translations, scales)
+    /// as flat lists in the core's bone order, or None.
+    #[allow(clippy::type_complexity)]
+    fn __getstate__(&self, py: Python<'_>) -> Option<(Vec<f32>, Vec<f32>, Vec<f32>)> {
+        let state = self.lock(py);
+        let AnySolver::Tension(tension) = &state.solver else {
+            return None;
+        };
+        tension.reference_pose().map(|pose| {
+            (
+                pose.rotations.iter().flat_map(|q| q.to_array()).collect(),
+                pose.translations
+                    .iter()
+                    .flat_map(|v| v.to_array())
+                    .collect(),
+                pose.scales.iter().flat_map(|v| v.to_array()).collect(),
+            )
+        })
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn __setstate__(
+        &self,
+        py: Python<'_>,
+        state: Option<(Vec<f32>, Vec<f32>, Vec<f32>)>,
+    ) -> PyResult<()> {
+        let mut guard = self.lock(py);
+        let AnySolver::Tension(tension) = &mut guard.solver else {
+            return Ok(());
+        };
+        let pose = match state {
+            None => None,
+            Some((rotations, translations, scales)) => {
+                let n = rotations.len() / 4;
+                if rotations.len() != 4 * n || translations.len() != 3 * n || scales.len() != 3 * n
+                {
+                    return Err(ShapeError::new_err(
+                        "a pickled reference pose has arrays of different bone counts",
+                    ));
+                }
+                let mut pose = Pose::rest(n);
+                for i in 0..n {
+                    let q = &rotations[4 * i..4 * i + 4];
+                    pose.rotations[i] = glam::Quat::from_xyzw(q[0], q[1], q[2], q[3]);
+                    pose.translations[i] = glam::Vec3::from_slice(&translations[3 * i..3 * i + 3]);
+                    pose.scales[i] = glam::Vec3::from_slice(&scales[3 * i..3 * i + 3]);
+                }
+                Some(pose)
+            }
+        };
+        tension.set_reference_pose(pose);
+        Ok(())
     }
 
     /// Stores the pose the tension solver's `reference="pose"` relaxes towards: local

@@ -918,6 +918,9 @@ trait SolveOnce {
     /// settings, the retry's poses.
     fn parts(&mut self) -> (&Workspace, &IterationParams, &mut Unpin);
 
+    /// Whether the next solves keep the bends recorded by the last (retries).
+    fn freeze_bends(&mut self, frozen: bool);
+
     /// One solve from `start`.
     fn solve_once(
         &mut self,
@@ -986,6 +989,8 @@ fn solve_unpinning<S: SolveOnce>(
     unpin.stalled.copy_from(out);
     unpin.best.copy_from(out);
     let mut closest = Closest::new(report);
+    // Retries keep the bends of the caller's start (see `Workspace::keep_bend_sides`).
+    solver.freeze_bends(true);
     for retry in RETRIES_FROM_STALL {
         if !unpin.prepare(rig, retry) {
             continue;
@@ -995,6 +1000,7 @@ fn solve_unpinning<S: SolveOnce>(
             Err(error) => {
                 // Keep the sized memory for the next solve.
                 *solver.parts().2 = unpin;
+                solver.freeze_bends(false);
                 return Err(error);
             }
         };
@@ -1007,6 +1013,7 @@ fn solve_unpinning<S: SolveOnce>(
     }
     out.copy_from(&unpin.best);
     *solver.parts().2 = unpin;
+    solver.freeze_bends(false);
     Ok(closest.report())
 }
 
@@ -1114,6 +1121,10 @@ impl Solver for JacobianDls {
 }
 
 impl SolveOnce for JacobianDls {
+    fn freeze_bends(&mut self, frozen: bool) {
+        self.ws.bends_frozen = frozen;
+    }
+
     fn parts(&mut self) -> (&Workspace, &IterationParams, &mut Unpin) {
         (&self.ws, &self.params.iteration, &mut self.unpin)
     }
@@ -1234,6 +1245,10 @@ impl Solver for JacobianTranspose {
 }
 
 impl SolveOnce for JacobianTranspose {
+    fn freeze_bends(&mut self, frozen: bool) {
+        self.ws.bends_frozen = frozen;
+    }
+
     fn parts(&mut self) -> (&Workspace, &IterationParams, &mut Unpin) {
         (&self.ws, &self.params.iteration, &mut self.unpin)
     }

@@ -19,18 +19,23 @@ impl Workspace {
     /// Records the goals' bends in the pose as it is (the start, right after `prepare`),
     /// for [`Workspace::keep_bend_sides`].
     pub fn record_bends(&mut self) {
+        if self.bends_frozen {
+            return;
+        }
         self.bend_start.clear();
-        self.bend_offsets.clear();
+        self.bend_slots.clear();
+        let slots = self.goals.iter().map(|g| g.index + 1).max().unwrap_or(0);
+        self.bend_slots.resize(slots, (0, 0));
         let mut points = std::mem::take(&mut self.bend_points);
         for g in 0..self.goals.len() {
-            self.bend_offsets.push(self.bend_start.len());
+            let from = self.bend_start.len();
             self.chain_points(g, &mut points);
             for k in 1..points.len().saturating_sub(1) {
                 let bend = self.local_bend(g, &points, k);
                 self.bend_start.push(bend);
             }
+            self.bend_slots[self.goals[g].index] = (from, self.bend_start.len());
         }
-        self.bend_offsets.push(self.bend_start.len());
         self.bend_points = points;
     }
 
@@ -58,12 +63,10 @@ impl Workspace {
 
     /// Puts back on the start's side every bend of a chain of free joints that the solve
     /// turned over (see the module documentation). Chains with a pole (the pole chooses
-    /// the side), joints with limits (the limits do), chains carried by another goal's,
+    /// the side) or a rotation target (the turn would move it), joints with limits (the
+    /// limits do), chains carried by another goal's,
     /// and chains another goal's effector hangs from are left as they are.
     pub fn keep_bend_sides(&mut self, rig: &Rig) {
-        if self.bend_offsets.len() != self.goals.len() + 1 {
-            return;
-        }
         let mut points = std::mem::take(&mut self.bend_points);
         let mut any_turned = false;
         for g in 0..self.goals.len() {
@@ -74,6 +77,8 @@ impl Workspace {
             // tail or a tentacle, curls either way; turning its bones over would roll them.)
             if !(2..=3).contains(&chain.len())
                 || goal.goal.pole.is_some()
+                // The turn would move the effector bone off its rotation target.
+                || (goal.goal.rotation.is_some() && goal.goal.rotation_weight > 0.0)
                 || goal.owner.is_none()
                 || goal.carrier.is_some()
                 || chain.iter().any(|&j| !rig.limits(j).is_free())
@@ -83,7 +88,9 @@ impl Workspace {
             {
                 continue;
             }
-            let (from, to) = (self.bend_offsets[g], self.bend_offsets[g + 1]);
+            let Some(&(from, to)) = self.bend_slots.get(goal.index) else {
+                continue;
+            };
             if to - from != chain.len() - 1 || self.bend_start[from..to].iter().all(Option::is_none)
             {
                 continue;

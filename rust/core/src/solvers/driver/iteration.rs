@@ -719,6 +719,12 @@ impl Workspace {
             if !self.pose.rotations[i].is_finite() {
                 self.pose.rotations[i] = self.start_rotations[i];
             }
+            // Of unit length as `Pose::validate` has it, so a later solve from this answer
+            // (the next group of goals, the next frame) starts from it exactly.
+            let rotation = &mut self.pose.rotations[i];
+            if (rotation.length_squared() - 1.0).abs() > 1e-6 {
+                *rotation = rotation.normalize();
+            }
             if !self.pose.translations[i].is_finite() {
                 self.pose.translations[i] = self.start_translations[i];
             }

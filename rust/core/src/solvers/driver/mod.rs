@@ -143,10 +143,15 @@ pub(crate) struct Workspace {
     pub second_phase: bool,
     /// Each goal's bends in the start pose, top first: at each joint below the chain's top
     /// joint, the bend's normal in the frame of the bone above it, or none where the chain
-    /// is straight (`bend_start[bend_offsets[g]..bend_offsets[g + 1]]`); and scratch for
-    /// the chain's points now (see `Workspace::keep_bend_sides`).
+    /// is straight (`bend_start[from..to]` with `(from, to) = bend_slots[i]` for the goal
+    /// the caller gave `i`-th: the workspace's goals are sorted, and sorted again when
+    /// full-body solving prepares its second phase); and scratch for the chain's points
+    /// now (see `Workspace::keep_bend_sides`).
     bend_start: Vec<Option<Vec3>>,
-    bend_offsets: Vec<usize>,
+    bend_slots: Vec<(usize, usize)>,
+    /// Whether `record_bends` keeps what it has (a retry from a stalled pose measures
+    /// against the caller's start, not the stall's).
+    pub bends_frozen: bool,
     bend_points: Vec<Vec3>,
 }
 
@@ -179,7 +184,8 @@ impl Default for Workspace {
             shared_start: Pose::rest(0),
             second_phase: true,
             bend_start: Vec::new(),
-            bend_offsets: Vec::new(),
+            bend_slots: Vec::new(),
+            bends_frozen: false,
             bend_points: Vec::new(),
         }
     }
