@@ -12,8 +12,20 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     if let Ok((pose, report)) = config.build().solve(&rig, &Pose::rest(rig.len()), &goals) {
-        assert!(pose.rotations.iter().all(|q| q.is_finite()), "non-finite rotation");
-        assert!(pose.translations.iter().all(|t| t.is_finite()), "non-finite translation");
+        assert!(
+            pose.rotations.iter().all(|q| q.is_finite()),
+            "non-finite rotation"
+        );
+        assert!(
+            pose.rotations
+                .iter()
+                .all(|q| (q.length_squared() - 1.0).abs() < 1e-3),
+            "a rotation not of unit length"
+        );
+        assert!(
+            pose.translations.iter().all(|t| t.is_finite()),
+            "non-finite translation"
+        );
         assert!(!report.residual.is_nan(), "NaN residual");
     }
 });

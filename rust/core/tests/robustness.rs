@@ -274,6 +274,11 @@ fn fuzzer_findings_stay_fixed() {
         let Ok(rig) = desc.build() else { continue };
         if let Ok((pose, report)) = config.build().solve(&rig, &Pose::rest(rig.len()), &goals) {
             assert!(pose.rotations.iter().all(|q| q.is_finite()));
+            // Rotations, not just numbers (a zero quaternion once came out of a fuzzed case).
+            assert!(pose
+                .rotations
+                .iter()
+                .all(|q| (q.length_squared() - 1.0).abs() < 1e-3));
             assert!(!report.residual.is_nan());
         }
     }

@@ -716,14 +716,15 @@ impl Workspace {
         // Only the bones on the goals' paths are ever changed (the root's translation with
         // `move_root` among them).
         for &i in &self.goal_paths {
-            if !self.pose.rotations[i].is_finite() {
-                self.pose.rotations[i] = self.start_rotations[i];
-            }
             // Of unit length as `Pose::validate` has it, so a later solve from this answer
-            // (the next group of goals, the next frame) starts from it exactly.
-            let rotation = &mut self.pose.rotations[i];
-            if (rotation.length_squared() - 1.0).abs() > 1e-6 {
-                *rotation = rotation.normalize();
+            // (the next group of goals, the next frame) starts from it exactly; not a
+            // rotation at all (not finite, or of no length: a fuzzed rotation target whose
+            // length overflowed), the start's.
+            let length_sq = self.pose.rotations[i].length_squared();
+            if !(length_sq.is_finite() && length_sq > 1e-12) {
+                self.pose.rotations[i] = self.start_rotations[i];
+            } else if (length_sq - 1.0).abs() > 1e-6 {
+                self.pose.rotations[i] = self.pose.rotations[i].normalize();
             }
             if !self.pose.translations[i].is_finite() {
                 self.pose.translations[i] = self.start_translations[i];
