@@ -9,7 +9,7 @@
 //! depends on which other limbs are in the solve, and a frame range can solve the groups
 //! at once on separate threads with the same answer ([`crate::batch`]).
 
-use super::{chain_root, validate_goal, SolveReport};
+use super::{chain_root, validate_goal, SolveReport, Solver};
 use crate::error::Result;
 use crate::goal::Goal;
 use crate::rig::{Pose, Rig};
@@ -160,4 +160,33 @@ impl Apart {
         }
         Ok(report)
     }
+}
+
+/// A solver that keeps [`Apart`] memory (FABRIK, CCD, damped least squares).
+pub(crate) trait SolvesApart: Solver {
+    /// The solver's memory for solving groups apart.
+    fn apart(&mut self) -> &mut Apart;
+}
+
+/// Solves `goals` with `whole`, group by group when the solver solves groups apart
+/// ([`Solver::solves_groups_apart`]) and there are several.
+pub(crate) fn solve_by_groups<S: SolvesApart>(
+    solver: &mut S,
+    rig: &Rig,
+    start: &Pose,
+    goals: &[Goal],
+    out: &mut Pose,
+    mut whole: impl FnMut(&mut S, &Rig, &Pose, &[Goal], &mut Pose) -> Result<SolveReport>,
+) -> Result<SolveReport> {
+    if !solver.solves_groups_apart() {
+        return whole(solver, rig, start, goals, out);
+    }
+    // Taken out while the groups are solved (the solver is borrowed by each), then put back.
+    let mut apart = std::mem::take(solver.apart());
+    let solved = match apart.split(rig, goals) {
+        0 | 1 => whole(solver, rig, start, goals, out),
+        _ => apart.solve(solver, rig, start, goals, out, &mut whole),
+    };
+    *solver.apart() = apart;
+    solved
 }

@@ -8,6 +8,7 @@
 //! A sweep that stalls unreached on limited joints is finished by damped least squares
 //! (`finish.rs`).
 
+use super::apart::{solve_by_groups, SolvesApart};
 use super::driver::{reject, GoalMode, Workspace};
 use super::finish::FinishWithinLimits;
 use super::{Apart, IterationParams, SolveReport, Solver};
@@ -187,16 +188,13 @@ impl Solver for Ccd {
         goals: &[Goal],
         out: &mut Pose,
     ) -> Result<SolveReport> {
-        if !self.solves_groups_apart() {
-            return self.solve_whole(rig, start, goals, out);
-        }
-        let mut apart = std::mem::take(&mut self.apart);
-        let solved = match apart.split(rig, goals) {
-            0 | 1 => self.solve_whole(rig, start, goals, out),
-            _ => apart.solve(self, rig, start, goals, out, Self::solve_whole),
-        };
-        self.apart = apart;
-        solved
+        solve_by_groups(self, rig, start, goals, out, Self::solve_whole)
+    }
+}
+
+impl SolvesApart for Ccd {
+    fn apart(&mut self) -> &mut Apart {
+        &mut self.apart
     }
 }
 

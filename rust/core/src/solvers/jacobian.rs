@@ -8,6 +8,7 @@
 //! over the chain length, so errors are relative) and three rotation rows for rotation
 //! targets (scaled by the square root of weight times rotation weight).
 
+use super::apart::{solve_by_groups, SolvesApart};
 use super::driver::{GoalMode, Workspace};
 use super::{Apart, Closest, IterationParams, SolveReport, Solver};
 use crate::error::{Result, TendonError};
@@ -1107,16 +1108,13 @@ impl Solver for JacobianDls {
         goals: &[Goal],
         out: &mut Pose,
     ) -> Result<SolveReport> {
-        if !self.solves_groups_apart() {
-            return solve_unpinning(self, rig, start, goals, out);
-        }
-        let mut apart = std::mem::take(&mut self.apart);
-        let solved = match apart.split(rig, goals) {
-            0 | 1 => solve_unpinning(self, rig, start, goals, out),
-            _ => apart.solve(self, rig, start, goals, out, solve_unpinning),
-        };
-        self.apart = apart;
-        solved
+        solve_by_groups(self, rig, start, goals, out, solve_unpinning)
+    }
+}
+
+impl SolvesApart for JacobianDls {
+    fn apart(&mut self) -> &mut Apart {
+        &mut self.apart
     }
 }
 
