@@ -170,11 +170,11 @@ pub fn solve_frames<S: Solver + ?Sized>(
     Ok(())
 }
 
-/// The goals in groups no other group touches: no bone a group's chains turn is one its
-/// other effectors hang from. Solvers that say so ([`Solver::solves_groups_apart`]) solve
-/// each group as they would with the others beside it, so the groups can be solved apart
-/// (and at once). Groups list goal indices in order; a goal on a bone the rig does not have
-/// shares the first group (the solve names it).
+/// The goals in groups no other group touches: no bone a group's chains turn is one
+/// another group's effectors hang from. Solvers that say so
+/// ([`Solver::solves_groups_apart`]) solve each group as if alone, so the groups can also
+/// be solved at once. Groups list goal indices in order; a goal on a bone the rig does not
+/// have shares the first group (the solve names it).
 pub fn independent_groups(rig: &Rig, goals: &[Goal]) -> Vec<Vec<usize>> {
     let mut apart = Apart::default();
     let mut groups = vec![Vec::new(); apart.split(rig, goals)];
@@ -313,23 +313,13 @@ fn share_groups(
     groups: &[Vec<usize>],
     threads: usize,
 ) -> Vec<Vec<usize>> {
-    let chain = |k: usize| {
-        let goal = &goals[k];
-        let top = chain_root(rig, goal.bone, goal.chain_length);
-        let mut count = 1;
-        let mut bone = goal.bone;
-        while bone != top {
-            match rig.parent(bone) {
-                Some(p) => bone = p,
-                None => break,
-            }
-            count += 1;
-        }
-        count
-    };
     let loads: Vec<usize> = groups
         .iter()
-        .map(|g| g.iter().map(|&k| 1 + chain(k)).sum())
+        .map(|g| {
+            g.iter()
+                .map(|&k| 1 + chain_bones(rig, &goals[k..=k]).len())
+                .sum()
+        })
         .collect();
     let count = threads.min(groups.len());
     let mut share_of = vec![0; groups.len()];

@@ -64,8 +64,8 @@ impl Workspace {
     /// Puts back on the start's side every bend of a chain of free joints that the solve
     /// turned over (see the module documentation). Chains with a pole (the pole chooses
     /// the side) or a rotation target (the turn would move it), joints with limits (the
-    /// limits do), chains carried by another goal's,
-    /// and chains another goal's effector hangs from are left as they are.
+    /// limits do), chains carried by another goal's and chains another goal's effector
+    /// hangs from are left as they are.
     pub fn keep_bend_sides(&mut self, rig: &Rig) {
         let mut points = std::mem::take(&mut self.bend_points);
         let mut any_turned = false;
