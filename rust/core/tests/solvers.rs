@@ -157,23 +157,28 @@ fn two_bone_reaches_goals_whose_chains_carry_one_another() {
     }
 }
 
-#[test]
-fn two_bone_folds_when_too_close_and_keeps_the_knee_side() {
-    // Thigh 1.0, shin 0.4: targets nearer the hip than 0.6 cannot be reached; the thigh
-    // points at the target and the shin folds back, the foot 0.6 from the hip.
+/// A thigh of 1 along +Y and a shin of `shin`, bent 0.3 rad about X at the knee.
+fn bent_leg(shin: f32) -> Rig {
     let bend = Transform {
         translation: Vec3::new(0.0, 1.0, 0.0),
         rotation: Quat::from_rotation_x(0.3),
         scale: Vec3::ONE,
     };
-    let rig = RigDesc {
+    RigDesc {
         bones: vec![
             BoneDesc::new("thigh", None, Transform::IDENTITY, 1.0),
-            BoneDesc::new("shin", Some("thigh"), bend, 0.4),
+            BoneDesc::new("shin", Some("thigh"), bend, shin),
         ],
     }
     .build()
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn two_bone_folds_when_too_close_and_keeps_the_knee_side() {
+    // Thigh 1.0, shin 0.4: targets nearer the hip than 0.6 cannot be reached; the thigh
+    // points at the target and the shin folds back, the foot 0.6 from the hip.
+    let rig = bent_leg(0.4);
     let target = Vec3::new(0.1, 0.2, 0.1);
     let (pose, report) = TwoBone::default()
         .solve(&rig, &Pose::rest(2), &[Goal::new(1, target)])
@@ -1315,19 +1320,7 @@ fn a_pole_turns_a_chain_that_already_reaches() {
     // the +Z side. Every solver turns the knee to the pole (before, the iteration loop
     // never ran, and the pole turned the chain only when another limb in the same solve
     // needed a step).
-    let bend = Transform {
-        translation: Vec3::new(0.0, 1.0, 0.0),
-        rotation: Quat::from_rotation_x(0.3),
-        scale: Vec3::ONE,
-    };
-    let rig = RigDesc {
-        bones: vec![
-            BoneDesc::new("thigh", None, Transform::IDENTITY, 1.0),
-            BoneDesc::new("shin", Some("thigh"), bend, 1.0),
-        ],
-    }
-    .build()
-    .unwrap();
+    let rig = bent_leg(1.0);
     let rest = Pose::rest(2);
     let world = rig.world_matrices(&rest);
     let (knee, foot) = rig.head_tail(&world[1], 1);
