@@ -24,14 +24,6 @@ impl Workspace {
         let n = rig.len();
         self.world.resize(n, Affine3A::IDENTITY);
         self.world_rot.resize(n, Quat::IDENTITY);
-        self.euler.clear();
-        for i in 0..n {
-            let limits = rig.limits(i);
-            self.euler.push(match limits.is_free() {
-                true => [0.0; 3],
-                false => limits.angles_within(self.pose.rotations[i]),
-            });
-        }
         // The goals validated first (a bad bone index fails here), then forward kinematics
         // of the bones they hang from: all that preparing and solving read.
         self.valid_goals.clear();
@@ -49,6 +41,16 @@ impl Workspace {
         }
         self.goal_paths.sort_unstable();
         self.goal_paths.dedup();
+        // Limited joints' angles, for the bones a solve can turn (the goals' paths): a
+        // solve of one limb among several (goals solved apart) need not decompose them all.
+        self.euler.resize(n, [0.0; 3]);
+        for &i in &self.goal_paths {
+            let limits = rig.limits(i);
+            self.euler[i] = match limits.is_free() {
+                true => [0.0; 3],
+                false => limits.angles_within(self.pose.rotations[i]),
+            };
+        }
         // Only the goals' paths are ever posed (forward kinematics, chains, handles): on a
         // large rig the other bones' fixed parts were most of a small solve's set-up.
         self.fixed_local.resize(n, Affine3A::IDENTITY);
