@@ -506,16 +506,18 @@ def test_keys_for_the_cross_version_check(tmp_path: Path) -> None:
 SPRING = ("b3", "b4", "b5")
 
 
-def baked_spring_chain(fps: int, seconds: float) -> np.ndarray:
+def baked_spring_chain(fps: int, seconds: float, swing: bool = True) -> np.ndarray:
     """Bakes a six-bone chain lying along +Y whose root swings about Z for 1.5 s and then
-    holds still, its last three bones a free spring chain (no stiffness), at `fps` for
-    `seconds`; returns the world positions (frames, 4, 3) of the spring chain's joints (b3's
-    head, then each bone's tail) in Blender's evaluated pose of the baked action."""
+    holds still (or holds still throughout), its last three bones a free spring chain (no
+    stiffness), at `fps` for `seconds`; returns the world positions (frames, 4, 3) of the
+    spring chain's joints (b3's head, then each bone's tail) in Blender's evaluated pose of
+    the baked action."""
     scene = bpy.context.scene
     scene.render.fps, scene.render.fps_base = fps, 1.0
     obj = rigs.chain(6, name=f"Chain{fps}", bend=0.05)
     root = obj.pose.bones["b0"]
-    for time, angle in ((0.0, 0.0), (0.5, 0.6), (1.0, -0.6), (1.5, 0.0)):
+    swings = ((0.0, 0.0), (0.5, 0.6), (1.0, -0.6), (1.5, 0.0)) if swing else ((0.0, 0.0), (1.5, 0.0))
+    for time, angle in swings:
         root.rotation_quaternion = (np.cos(angle / 2), 0.0, 0.0, np.sin(angle / 2))
         root.keyframe_insert("rotation_quaternion", frame=1 + time * fps)
     rigs.activate(obj)
@@ -527,7 +529,7 @@ def baked_spring_chain(fps: int, seconds: float) -> np.ndarray:
     assert bpy.ops.tendon.bake(frame_start=1, frame_end=last) == {"FINISHED"}
     assert "of 3 bone(s)" in obj.tendon.status
     # b0's own animation is kept as it was (four keys); the spring chain is keyed per frame.
-    assert len(keys_of(obj, 'pose.bones["b0"].rotation_quaternion', 0)) == 4
+    assert len(keys_of(obj, 'pose.bones["b0"].rotation_quaternion', 0)) == len(swings)
     assert all(len(quaternion_keys(obj, bone)) == last for bone in SPRING)
     joints = []
     for frame in range(1, last + 1):
@@ -562,16 +564,24 @@ def test_spring_chain_falls_swings_settles_hanging_and_ignores_the_frame_rate() 
     assert (per_second[2:][swinging] < 0.35 * per_second[:-2][swinging]).all(), per_second
     # Settled, it hangs straight down.
     np.testing.assert_allclose(at24[-1], hanging[-1], atol=2e-3)
-    # The same motion at 60 frames per second, compared every half second: within a
-    # thirtieth of the chain's length while it swings (the root's motion is sampled
-    # differently; measured 0.090 of 3 since the swing no longer loses energy to the
-    # length correction), and within 5 mm once it has settled.
+    # The same motion at 60 frames per second, compared every half second. The root's
+    # swing is sampled differently at each rate (each frame's span interpolated straight),
+    # and a free three-bone chain that keeps its energy is chaotic, so the two drift apart
+    # once the root has stopped (up to 0.26 of the chain's 3 at 3 s): close while the root
+    # drives it (0.050 at 1.5 s) and again once damping has settled it.
     at60 = baked_spring_chain(60, seconds)
     times = np.arange(0.0, seconds + 1e-9, 0.5)
     gap = np.linalg.norm(at24[np.round(times * 24).astype(int)] - at60[np.round(times * 60).astype(int)], axis=2)
     gap = gap.max(axis=1)
-    print(f"the largest gap between 24 and 60 fps: {gap.max():.4f} at {times[gap.argmax()]} s")
-    assert gap.max() < 0.1 and gap[times >= 5.0].max() < 5e-3, np.round(gap, 4)
+    print(f"the largest gap between 24 and 60 fps, swung: {np.round(gap, 4)}")
+    assert gap[times <= 1.5].max() < 0.06 and gap[times >= 7.0].max() < 5e-3, np.round(gap, 4)
+    # With the same input at both rates (the root still: the chain falls from its bent
+    # pose and swings under gravity alone) the motion is the same, chaos and all: the
+    # internal step is fixed (measured 4e-5 over 10 s).
+    still24, still60 = baked_spring_chain(24, seconds, swing=False), baked_spring_chain(60, seconds, swing=False)
+    gap = np.linalg.norm(still24[np.round(times * 24).astype(int)] - still60[np.round(times * 60).astype(int)], axis=2)
+    assert gap.max() < 1e-3, np.round(gap, 5)
+    assert np.linalg.norm(still24[-1] - still24[0]) > 1.0, "the still root's chain did not fall"
 
 
 def swung_spring_tip(tip_mass: float, step: int, last: int, swing: bool = True) -> np.ndarray:

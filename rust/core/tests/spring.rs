@@ -441,3 +441,73 @@ fn a_swing_keeps_its_energy_without_damping_at_any_bone_length() {
         );
     }
 }
+
+/// The energy (unit masses, gravity 9.81 along +Y; relative to hanging straight) that an
+/// undamped chain of `bones` bones of `length` keeps: its mean over the last half second
+/// of `seconds` over its mean over the first, released with its first bone 0.3 rad out
+/// (one internal step per call, so velocities are the steps' differences).
+fn energy_kept(bones: usize, length: f32, seconds: f32) -> f32 {
+    let mut descs = vec![BoneDesc::new("root", None, Transform::IDENTITY, 0.1)];
+    for i in 0..bones {
+        let parent = if i == 0 {
+            "root".to_string()
+        } else {
+            format!("b{}", i - 1)
+        };
+        let offset = if i == 0 { 0.1 } else { length };
+        descs.push(BoneDesc::new(
+            format!("b{i}"),
+            Some(parent.as_str()),
+            Transform {
+                translation: Vec3::new(0.0, offset, 0.0),
+                ..Transform::IDENTITY
+            },
+            length,
+        ));
+    }
+    let rig = RigDesc { bones: descs }.build().unwrap();
+    let params = SpringParams {
+        gravity: Vec3::new(0.0, 9.81, 0.0),
+        damping: 0.0,
+        stiffness: 0.0,
+        ..SpringParams::default()
+    };
+    let h = params.time_step;
+    let chain = SpringChain::new(&rig, bones, bones).unwrap();
+    let mut sim = SpringSimulation::new(&rig, vec![chain], vec![], params).unwrap();
+    let rest = Pose::rest(bones + 1);
+    let mut released = Pose::rest(bones + 1);
+    released.rotations[1] = Quat::from_rotation_x(0.3);
+    sim.reset(&rig, &released).unwrap();
+    let hanging: f32 = (1..=bones).map(|k| 0.1 + length * k as f32).sum();
+    let mut out = Pose::rest(bones + 1);
+    let mut last = sim.points(0).to_vec();
+    let mut energies = Vec::new();
+    let steps = (seconds / h).round() as usize;
+    for _ in 0..steps {
+        sim.advance(&rig, &rest, h, &mut out).unwrap();
+        let now = sim.points(0);
+        let energy: f32 = now[1..]
+            .iter()
+            .zip(&last[1..])
+            .map(|(p, q)| 0.5 * ((*p - *q) / h).length_squared() - 9.81 * p.y)
+            .sum::<f32>()
+            + 9.81 * hanging;
+        energies.push(energy);
+        last = now.to_vec();
+    }
+    let window = (0.5 / h) as usize;
+    let mean = |e: &[f32]| e.iter().sum::<f32>() / e.len() as f32;
+    mean(&energies[steps - window..]) / mean(&energies[..window])
+}
+
+#[test]
+fn a_chain_of_bones_keeps_its_energy_without_damping() {
+    // Length passes one segment at a time, then an exact pass along the joining lines,
+    // kept (8 s, the default two passes) 12% of two 5 cm bones' energy, 2% of three's,
+    // 0.4% of five's, 63% of two 25 cm bones'. Solved at once: within 2% for all.
+    for (bones, length) in [(2, 0.05), (3, 0.05), (5, 0.05), (2, 0.25), (8, 0.25)] {
+        let kept = energy_kept(bones, length, 8.0);
+        assert!(kept > 0.95 && kept < 1.05, "{bones} x {length} m: {kept}");
+    }
+}

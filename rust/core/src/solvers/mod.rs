@@ -16,6 +16,7 @@ pub(crate) use apart::Apart;
 mod fabrik;
 mod finish;
 mod jacobian;
+mod rods;
 mod scale;
 mod spring;
 mod tension;

@@ -3,15 +3,18 @@
 //! Each chain's joints are point masses joined by rigid segments (the bones). Every fixed
 //! internal time step the points move by Verlet integration (velocity from the last two
 //! positions, damped, plus gravity), are pulled towards where the animation puts them
-//! (stiffness), and are projected back onto their segment lengths several times, each
-//! segment's correction shared by the inverse masses of its two ends (the weighted centre
-//! uses the mass sum); sphere colliders push points out. The chain's root follows the
+//! (stiffness), and are put back at their segment lengths, every segment at once, each
+//! correction along the segment's direction at the start of the step and shared by the
+//! inverse masses of its two ends (SHAKE, which keeps an undamped chain's energy; see
+//! `rods.rs`); sphere colliders push points out, with length passes one segment at a time
+//! between them. The chain's root follows the
 //! animation exactly. Bone rotations are then recovered in local frames, one smallest turn
 //! per bone from its animated rotation (so twist is kept), through the joint's limits.
 //!
 //! A fixed time step with sub-stepping makes the motion independent of the frame rate and
 //! stable for any step: one call simulates at most [`SpringParams::max_step`] seconds.
 
+use super::rods::RodSolve;
 use crate::error::{Result, TendonError};
 use crate::math::from_to;
 use crate::rig::{Pose, Rig};
@@ -32,7 +35,8 @@ pub struct SpringParams {
     /// `stiffness^2 * gap`; 0: the chain only hangs and swings). Values above half the
     /// time step's rate (120 at 1/240 s) act as that, which keeps the integration stable.
     pub stiffness: f32,
-    /// Length-constraint passes per time step.
+    /// Length passes per time step, one segment at a time, on chains near colliders (and
+    /// wherever solving every length at once fails).
     pub iterations: u32,
     /// The fixed internal time step, seconds (1/120: whole steps per frame at 24, 30, 60
     /// and 120 frames per second; other rates carry the remainder to the next frame).
@@ -177,6 +181,7 @@ pub struct SpringSimulation {
     started: bool,
     world: Vec<Affine3A>,
     world_rot: Vec<Quat>,
+    rods: RodSolve,
 }
 
 impl SpringSimulation {
@@ -281,6 +286,7 @@ impl SpringSimulation {
             started: false,
             world: Vec::new(),
             world_rot: Vec::new(),
+            rods: RodSolve::default(),
         })
     }
 
@@ -461,7 +467,14 @@ impl SpringSimulation {
                 previous[i] = here;
                 points[i] = here + velocity + gravity + (animated - here) * spring;
             }
-            for _ in 0..params.iterations {
+            // All lengths at once; passes (which colliders need between them) when that
+            // fails or a collider may have moved points off their lengths.
+            let solved = self.rods.solve(points, previous, lengths, inverse_mass);
+            let passes = match solved && self.colliders.is_empty() {
+                true => 0,
+                false => params.iterations,
+            };
+            for _ in 0..passes {
                 // The first segment's root does not move; the others share by inverse mass.
                 pull_to_length(points, previous, 0, lengths[0], 0.0);
                 for i in 1..points.len() - 1 {
@@ -478,7 +491,8 @@ impl SpringSimulation {
                     );
                 }
             }
-            // A last pass from the root makes every length exact.
+            // A last pass from the root makes every length exact (after the solve above,
+            // to rounding).
             for i in 0..points.len() - 1 {
                 let direction = (points[i + 1] - points[i])
                     .try_normalize()
