@@ -894,3 +894,36 @@ def test_a_spring_chain_hangs_towards_the_worlds_down_while_the_armature_turns_o
     rigs.update()
     direction = (rigs.tail_world(obj, "b3") - rigs.head_world(obj, "b1")).normalized()
     assert direction.z < -0.95, tuple(direction)
+
+
+def test_key_pairs_written_into_blenders_keys_are_what_foreach_set_writes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two-float key attributes (co, handles) go straight into the F-curve's key array
+    (``foreach_set`` copies them key by key): the keys then hold exactly the values given,
+    no other attribute of any key changes, and where the layout is not found the same
+    values go through ``foreach_set``."""
+    keys = keys_module()
+    bpy.ops.wm.read_homefile(use_empty=True)
+    obj = bpy.data.objects.new("Keyed", None)
+    bpy.context.scene.collection.objects.link(obj)
+    obj.keyframe_insert("location", index=0, frame=1)
+    points = keys.find_fcurve(obj, "location", 0).keyframe_points
+    points.clear()
+    points.add(300)
+    rng = np.random.default_rng(7)
+    points.foreach_set("interpolation", np.full(300, keys.enum_value("interpolation", "LINEAR"), np.uint8))
+    before = keys.key_arrays(points, tuple(keys.KEY_ATTRIBUTES))
+    for name in ("co", "handle_left", "handle_right"):
+        values = rng.normal(size=(300, 2)).astype(np.float32)
+        keys.set_key_pairs(points, name, values)
+        assert name in keys.KEY_LAYOUT, f"{name}: not written in memory"
+        after = keys.key_arrays(points, tuple(keys.KEY_ATTRIBUTES))
+        assert np.array_equal(after[name], values), name
+        for other in keys.KEY_ATTRIBUTES:
+            if other != name:
+                assert np.array_equal(after[other], before[other]), (name, other)
+        before = after
+    # The fallback writes the same.
+    monkeypatch.setattr(keys, "key_pairs_in_memory", lambda points, name: None)
+    values = rng.normal(size=(300, 2)).astype(np.float32)
+    keys.set_key_pairs(points, "co", values)
+    assert np.array_equal(keys.key_arrays(points, ("co",))["co"], values)
