@@ -17,7 +17,7 @@ import bpy
 import numpy as np
 from mathutils import Vector
 
-from . import keys, native, pose, space
+from . import keys, native, pose, space, spring_input
 from .live import live_suspended
 from .native import TendonUserError
 from .rig import RigEntry
@@ -149,6 +149,11 @@ class Baker:
                     f"bone '{shared[0]}', which an effector's chain solves: the springs run after the "
                     "solve, so the reach reported is the solve's, not the keys'"
                 )
+        #: Spring bones outside the goals' chains swing from the animation beneath earlier
+        #: spring bakes when the action holds one (`spring_input`), else from their own.
+        self.spring_bones = sorted({b for spring in self.springs for b in spring.bones} - chains)
+        anim = obj.animation_data
+        self.spring_source = spring_input.input_of(anim.action if anim else None) if self.springs else None
         for spring in self.springs:
             chains.update(spring.bones)
         self.scale_plans = scale_targets(obj, self.entry, self.found)
@@ -405,6 +410,14 @@ class Baker:
         # world and lag behind it): its world matrix at each frame.
         objects = np.linalg.inv(self.to_armature).astype(np.float32) if self.sampled else None
         _, translations, scales = self.pose
+        if self.spring_source is not None:
+            beneath = spring_input.input_rotations(
+                self.obj, self.entry, self.spring_source, self.spring_bones, self.frames.astype(np.float32)
+            )
+            if beneath:
+                rotations = np.array(rotations, np.float32)
+                for bone, values in beneath.items():
+                    rotations[:, bone] = values
         for spring in self.springs:
             item = self.obj.tendon.springs[spring.item]
             armature_gravity = Vector(down[0] * item.gravity)
@@ -461,6 +474,9 @@ class Baker:
             )
         obj, tendon, names = self.obj, native.native(), self.entry.names
         action, slot, _old = keys.prepare_action(obj, self.settings.new_action)
+        if self.spring_bones:
+            # Before any key is written: the chains' animation as it is now.
+            spring_input.record(obj, self.entry, action, self.spring_bones, float(self.frames[0]))
         frames = self.frames.astype(np.float32)
         span = (float(self.frames[0]), float(self.frames[-1]))
         interpolation = self.settings.interpolation
@@ -657,7 +673,7 @@ def object_channel(obj: bpy.types.Object, channel: str, frames: np.ndarray) -> n
     for axis in range(3):
         fcurve = keys.find_fcurve(obj, channel, axis)
         if fcurve is not None and not fcurve.mute:
-            values[:, axis] = sample_fcurve(fcurve, frames)
+            values[:, axis] = keys.sample_fcurve(fcurve, frames)
             if not np.isfinite(values[:, axis]).all():
                 raise TendonUserError(
                     non_finite_curve(obj, f"{channel} {'XYZ'[axis]}", fcurve, frames, values[:, axis])
@@ -682,23 +698,6 @@ def non_finite_curve(
         f"'{obj.name}': its {what} is {values[first]:g} at frame {frames[first]:g} (a handle or modifier of "
         "its F-curve): give it numbers; nothing baked"
     )
-
-
-def sample_fcurve(fcurve: bpy.types.FCurve, frames: np.ndarray) -> np.ndarray:
-    """An F-curve's values at `frames`: in one native call when the curve is plain keys
-    (constant, linear or Bezier, constant extrapolation, no modifiers), else through
-    Blender's own evaluation frame by frame."""
-    points = fcurve.keyframe_points
-    plain = not len(fcurve.modifiers) and fcurve.extrapolation == "CONSTANT" and len(points)
-    if plain:
-        arrays = keys.key_arrays(points)
-        finite = all(np.isfinite(arrays[name]).all() for name in ("co", "handle_left", "handle_right"))
-        # Keys that are not numbers: Blender's own evaluation says where (the caller names it).
-        if finite and set(arrays["interpolation"].tolist()) <= set(keys.PLAIN_INTERPOLATIONS):
-            return native.native().evaluate_fcurve(
-                arrays["co"], arrays["handle_left"], arrays["handle_right"], arrays["interpolation"], frames
-            )
-    return np.array([fcurve.evaluate(float(frame)) for frame in frames], np.float32)
 
 
 def object_locations(obj: bpy.types.Object, frames: np.ndarray) -> np.ndarray:

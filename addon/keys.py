@@ -12,6 +12,8 @@ import bpy
 import numpy as np
 from bpy_extras import anim_utils
 
+from . import native
+
 #: Whether this Blender has slotted actions (4.4 and later).
 SLOTTED = "slots" in bpy.types.Action.bl_rna.properties
 
@@ -325,3 +327,20 @@ def write_bone_channels(
         fcurve = ensure_fcurve(action, slot, data_path, index, bone, bag)
         replace_keys(fcurve, frames, values[:, index], interpolation, span)
     return values.size
+
+
+def sample_fcurve(fcurve: bpy.types.FCurve, frames: np.ndarray) -> np.ndarray:
+    """An F-curve's values at `frames`: in one native call when the curve is plain keys
+    (constant, linear or Bezier, constant extrapolation, no modifiers), else through
+    Blender's own evaluation frame by frame."""
+    points = fcurve.keyframe_points
+    plain = not len(fcurve.modifiers) and fcurve.extrapolation == "CONSTANT" and len(points)
+    if plain:
+        arrays = key_arrays(points)
+        finite = all(np.isfinite(arrays[name]).all() for name in ("co", "handle_left", "handle_right"))
+        # Keys that are not numbers: Blender's own evaluation says where (the caller names it).
+        if finite and set(arrays["interpolation"].tolist()) <= set(PLAIN_INTERPOLATIONS):
+            return native.native().evaluate_fcurve(
+                arrays["co"], arrays["handle_left"], arrays["handle_right"], arrays["interpolation"], frames
+            )
+    return np.array([fcurve.evaluate(float(frame)) for frame in frames], np.float32)

@@ -532,6 +532,11 @@ classes = tuple(
 def register() -> None:
     bpy.types.Object.tendon = PointerProperty(type=TendonArmatureSettings, override={"LIBRARY_OVERRIDABLE"})
     bpy.types.PoseBone.tendon = PointerProperty(type=TendonBoneLimits)
+    bpy.types.Action.tendon_spring_input = PointerProperty(
+        type=bpy.types.Action,
+        name="Spring Input",
+        description="The animation spring chains were baked from: baking again swings them from it, not from the bake",
+    )
     if migrate_on_load not in bpy.app.handlers.load_post:
         bpy.app.handlers.load_post.append(migrate_on_load)
     # Enabled in a session with a file open (not at start-up, when data is not readable yet).
@@ -542,5 +547,6 @@ def register() -> None:
 def unregister() -> None:
     while migrate_on_load in bpy.app.handlers.load_post:
         bpy.app.handlers.load_post.remove(migrate_on_load)
+    del bpy.types.Action.tendon_spring_input
     del bpy.types.PoseBone.tendon
     del bpy.types.Object.tendon
