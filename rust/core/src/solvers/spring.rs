@@ -6,8 +6,7 @@
 //! (stiffness), and are put back at their segment lengths, every segment at once, each
 //! correction along the segment's direction at the start of the step and shared by the
 //! inverse masses of its two ends (SHAKE, which keeps an undamped chain's energy; see
-//! `rods.rs`); sphere colliders push points out, with length passes one segment at a time
-//! between them. The chain's root follows the
+//! `rods.rs`); sphere colliders push points out, and the lengths are restored again after. The chain's root follows the
 //! animation exactly. Bone rotations are then recovered in local frames, one smallest turn
 //! per bone from its animated rotation (so twist is kept), through the joint's limits.
 //!
@@ -35,8 +34,9 @@ pub struct SpringParams {
     /// `stiffness^2 * gap`; 0: the chain only hangs and swings). Values above half the
     /// time step's rate (120 at 1/240 s) act as that, which keeps the integration stable.
     pub stiffness: f32,
-    /// Length passes per time step, one segment at a time, on chains near colliders (and
-    /// wherever solving every length at once fails).
+    /// Rounds per time step of pushing points out of colliders and restoring the lengths
+    /// after (and the length passes, one segment at a time, wherever solving every length
+    /// at once fails).
     pub iterations: u32,
     /// The fixed internal time step, seconds (1/120: whole steps per frame at 24, 30, 60
     /// and 120 frames per second; other rates carry the remainder to the next frame).
@@ -467,28 +467,28 @@ impl SpringSimulation {
                 previous[i] = here;
                 points[i] = here + velocity + gravity + (animated - here) * spring;
             }
-            // All lengths at once; passes (which colliders need between them) when that
-            // fails or a collider may have moved points off their lengths.
-            let solved = self.rods.solve(points, previous, lengths, inverse_mass);
-            let passes = match solved && self.colliders.is_empty() {
-                true => 0,
-                false => params.iterations,
-            };
-            for _ in 0..passes {
-                // The first segment's root does not move; the others share by inverse mass.
-                pull_to_length(points, previous, 0, lengths[0], 0.0);
-                for i in 1..points.len() - 1 {
-                    let (wa, wb) = (inverse_mass[i], inverse_mass[i + 1]);
-                    pull_to_length(points, previous, i, lengths[i], wa / (wa + wb));
-                }
-                if !self.colliders.is_empty() {
-                    collide(
+            // All lengths at once (passes one segment at a time where that fails); then,
+            // while a sphere pushes points out, the lengths again. A chain no sphere touches
+            // moves as if there were none (with passes around every collider, as before,
+            // one far away took a swing's energy).
+            if !self.rods.solve(points, previous, lengths, inverse_mass) {
+                pull_passes(points, previous, lengths, inverse_mass, params.iterations);
+            }
+            if !self.colliders.is_empty() {
+                for _ in 0..params.iterations {
+                    let pushed = collide(
                         &self.colliders,
                         &self.spheres_before,
                         &self.spheres_now,
                         points,
                         t,
                     );
+                    if !pushed {
+                        break;
+                    }
+                    if !self.rods.solve(points, previous, lengths, inverse_mass) {
+                        pull_passes(points, previous, lengths, inverse_mass, 1);
+                    }
                 }
             }
             // A last pass from the root makes every length exact (after the solve above,
@@ -592,24 +592,45 @@ fn pull_to_length(points: &mut [Vec3A], before: &[Vec3A], i: usize, length: f32,
     points[i + 1] -= correction * (1.0 - a);
 }
 
+/// `passes` length passes one segment at a time (the root of the first segment does not
+/// move; the others share by inverse mass).
+fn pull_passes(
+    points: &mut [Vec3A],
+    previous: &[Vec3A],
+    lengths: &[f32],
+    inverse_mass: &[f32],
+    passes: u32,
+) {
+    for _ in 0..passes {
+        pull_to_length(points, previous, 0, lengths[0], 0.0);
+        for i in 1..points.len() - 1 {
+            let (wa, wb) = (inverse_mass[i], inverse_mass[i + 1]);
+            pull_to_length(points, previous, i, lengths[i], wa / (wa + wb));
+        }
+    }
+}
+
 /// Pushes the points (not the root) out of the spheres, placed at fraction `t` between
-/// their last and current positions.
+/// their last and current positions; returns whether any point was inside.
 fn collide(
     colliders: &[SphereCollider],
     before: &[Vec3A],
     now: &[Vec3A],
     points: &mut [Vec3A],
     t: f32,
-) {
+) -> bool {
+    let mut pushed = false;
     for (k, collider) in colliders.iter().enumerate() {
         let centre = before[k].lerp(now[k], t);
         for point in &mut points[1..] {
             let offset = *point - centre;
             if offset.length_squared() < collider.radius * collider.radius {
                 *point = centre + offset.try_normalize().unwrap_or(Vec3A::Z) * collider.radius;
+                pushed = true;
             }
         }
     }
+    pushed
 }
 
 /// The segment from bone `bones[k]`'s head to its far end (the next bone's head, or its
