@@ -227,9 +227,12 @@ pub fn solve_frames_threaded<S: Solver + Clone + Send>(
         .collect();
     let all_goals: &[Goal] = goals;
     let results: Vec<Option<ShareFrames>> = std::thread::scope(|scope| {
+        // Every share but the first on a thread of its own; the first on this one (which
+        // would only wait).
         let handles: Vec<_> = shares
             .iter()
             .zip(&owned)
+            .skip(1)
             .map(|(share, bones)| {
                 let mut solver = solver.clone();
                 scope.spawn(move || {
@@ -246,9 +249,12 @@ pub fn solve_frames_threaded<S: Solver + Clone + Send>(
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().ok().flatten())
+        let mut own = solver.clone();
+        let first = solve_share(
+            &mut own, rig, start, all_goals, &shares[0], &owned[0], input, warm,
+        );
+        std::iter::once(first)
+            .chain(handles.into_iter().map(|h| h.join().ok().flatten()))
             .collect()
     });
     if results.iter().any(Option::is_none) {
