@@ -6,6 +6,7 @@ every attribute (handles, their types, interpolation, easing, key type)."""
 from __future__ import annotations
 
 import ctypes
+import re
 from typing import Any
 
 import bpy
@@ -244,7 +245,9 @@ def prepare_action(obj: bpy.types.Object, new_action: bool) -> tuple[bpy.types.A
             old.use_fake_user = True
         else:
             action = bpy.data.actions.new(f"{obj.name}Action")
-        action.name = f"{old.name if old else obj.name}.tendon"
+        # Baked again from a baked action: "Walk.tendon.001", not "Walk.tendon.tendon".
+        base = re.sub(r"(\.tendon(\.\d+)?)+$", "", old.name) if old else obj.name
+        action.name = f"{base}.tendon"
         old_slot = assigned_slot(obj)
         anim.action = action
         if SLOTTED and old_slot is not None and anim.action_slot is None:

@@ -161,8 +161,9 @@ class TendonSpring(PropertyGroup):
         name="Stiffness",
         default=spring_default("stiffness", 6.0),
         min=0.0,
-        soft_max=60.0,
-        description="How strongly the chain returns to its animated pose (a spring's frequency, radians per second)",
+        max=60.0,
+        description="How strongly the chain returns to its animated pose (a spring's frequency, radians per second; "
+        "at most 60, where the simulation's 1/120 s step stays stable)",
     )
     damping: FloatProperty(
         name="Damping",
@@ -532,10 +533,10 @@ classes = tuple(
 def register() -> None:
     bpy.types.Object.tendon = PointerProperty(type=TendonArmatureSettings, override={"LIBRARY_OVERRIDABLE"})
     bpy.types.PoseBone.tendon = PointerProperty(type=TendonBoneLimits)
-    bpy.types.Action.tendon_spring_input = PointerProperty(
-        type=bpy.types.Action,
+    bpy.types.Action.tendon_spring_input = StringProperty(
         name="Spring Input",
-        description="The animation spring chains were baked from: baking again swings them from it, not from the bake",
+        description="The action holding the animation spring chains were baked from: baking again swings them "
+        "from it, not from the bake (empty, or no such action: from this action)",
     )
     if migrate_on_load not in bpy.app.handlers.load_post:
         bpy.app.handlers.load_post.append(migrate_on_load)

@@ -5,9 +5,12 @@ another damping, say), the chains' animation is that swing: the stiffness pulled
 it and the new swing went on top (a 3 m chain baked three times ended up to 4.8 m from
 where the first bake put it). So the first spring bake copies each chain bone's rotation
 curves as they were (a constant key where the bone was not animated) into an action of
-their own, its *spring input* (kept with a fake user), and points the baked action at it;
-later bakes from that action read the chain bones' rotations from the input instead, and
-add the bones of chains that are new since.
+their own, its *spring input* (kept with a fake user), and names it on the baked action
+(`Action.tendon_spring_input`, a name: a pointer from one action to another was left
+pointing at freed memory when the input was deleted, in Blender 5.0); later bakes from that
+action read the chain bones' rotations from the input instead, and add the bones of chains
+that are new since. The input records each bone's rotation mode when copied (its curves
+are in that mode's channel), so a bone whose mode changes since still swings from it.
 """
 
 from __future__ import annotations
@@ -23,9 +26,19 @@ if TYPE_CHECKING:
     from .rig import RigEntry
 
 
+#: The input action's ID property: bone name -> the rotation mode its curves were copied in.
+MODES = "tendon_rotation_modes"
+
+
 def input_of(action: bpy.types.Action | None) -> bpy.types.Action | None:
-    """The spring input a baked action points at, if any."""
-    return getattr(action, "tendon_spring_input", None) if action is not None else None
+    """The spring input a baked action names, if it still exists."""
+    name = getattr(action, "tendon_spring_input", "") if action is not None else ""
+    return bpy.data.actions.get(name) if name else None
+
+
+def recorded_mode(source: bpy.types.Action, bone: str) -> str | None:
+    modes = source.get(MODES)
+    return str(modes[bone]) if modes is not None and bone in modes else None
 
 
 def bone_path(bone: str, channel: str) -> str:
@@ -98,18 +111,17 @@ def input_rotations(
     obj: bpy.types.Object, entry: RigEntry, source: bpy.types.Action, bones: list[int], frames: np.ndarray
 ) -> dict[int, np.ndarray]:
     """Per bone (rig index) that the spring input `source` holds, its rotations at
-    `frames` (frames, 4): the input's curves, the bone's current channel where a component
-    has none."""
+    `frames` (frames, 4), from the input's curves in the mode they were copied in."""
     rotations = {}
     for bone in bones:
         name = entry.names[bone]
-        mode = obj.pose.bones[name].rotation_mode
-        curves = held_curves(source, obj, name, mode)
-        if curves is None:
+        mode = recorded_mode(source, name)
+        curves = held_curves(source, obj, name, mode) if mode is not None else None
+        if mode is None or curves is None:
             continue
         channel, _width = pose.rotation_channel(mode)
-        current = np.array(getattr(obj.pose.bones[name], channel), np.float32)
-        values = np.tile(current, (len(frames), 1))
+        # A component without a curve (none the input copies) reads as rest.
+        values = np.tile(np.array(pose.REST_CHANNELS.get(mode, (0.0, 0.0, 0.0)), np.float32), (len(frames), 1))
         for index, curve in enumerate(curves):
             if curve is not None and len(curve.keyframe_points):
                 values[:, index] = keys.sample_fcurve(curve, frames)
@@ -122,19 +134,22 @@ def record(
 ) -> bpy.types.Action:
     """Before a spring bake writes into `action`: makes sure its spring input holds every
     bone of `bones` (copied from `action` as it is now, a constant key at `first_frame`
-    where a component is not animated), points `action` at it and returns it."""
+    where a component is not animated, and the bone's rotation mode), names it on `action`
+    and returns it."""
     source = input_of(action)
     if source is None:
         source = bpy.data.actions.new(f"{obj.name} spring input")
         source.use_fake_user = True
+        source[MODES] = {}
     slot = input_slot(source, obj)
     fcurves = keys.action_fcurves(action, obj)
     for bone in bones:
         name = entry.names[bone]
         pose_bone = obj.pose.bones[name]
-        mode = pose_bone.rotation_mode
-        if held_curves(source, obj, name, mode) is not None:
+        if recorded_mode(source, name) is not None:
             continue
+        mode = pose_bone.rotation_mode
+        source[MODES][name] = mode
         channel, width = pose.rotation_channel(mode)
         current = list(getattr(pose_bone, channel))
         for index in range(width):
@@ -146,7 +161,7 @@ def record(
             else:
                 copy.keyframe_points.add(1)
                 copy.keyframe_points[0].co = (first_frame, current[index])
-    action.tendon_spring_input = source
+    action.tendon_spring_input = source.name
     return source
 
 

@@ -979,12 +979,12 @@ def test_baking_springs_again_swings_them_from_their_animation_not_the_last_bake
     original = obj.animation_data.action
     original_b2 = keys_of(obj, 'pose.bones["b2"].rotation_quaternion', 1) if animated else None
     first = baked_tip(obj, destination)
-    source = obj.animation_data.action.tendon_spring_input
+    source = spring_input_module().input_of(obj.animation_data.action)
     assert source is not None and source.use_fake_user
     for _ in range(2):
         again = baked_tip(obj, destination)
         assert np.linalg.norm(again - first, axis=1).max() < 2e-3
-        assert obj.animation_data.action.tendon_spring_input == source
+        assert spring_input_module().input_of(obj.animation_data.action) == source
     # The input holds the chain bones' rotations as they were before the first bake.
     slot = spring_input_module().input_slot(source, obj)
     fcurves = keys_module().action_fcurves(source, obj)
@@ -998,5 +998,38 @@ def test_baking_springs_again_swings_them_from_their_animation_not_the_last_bake
     else:
         assert points.tolist() == [[1.0, 0.0]]
     if destination == "NEW_ACTION":
-        # The action baked from is untouched.
-        assert original.users >= 1 and original.tendon_spring_input is None
+        # The action baked from is untouched; each bake's action is named for it.
+        assert original.users >= 1 and original.tendon_spring_input == ""
+        assert obj.animation_data.action.name == f"{original.name}.tendon.002"
+
+
+def test_a_spring_bone_whose_rotation_mode_changes_still_swings_from_its_animation() -> None:
+    """The input keeps each bone's curves in the mode they were copied in: switched from
+    XYZ Euler to quaternions between bakes, the chain swung from the pose its bones had
+    where the mode changed (a constant key of the swung pose; 0.35 m off at frame 1; found
+    by a helper review). Switched back and forth, the bake is the first one's."""
+    obj = swung_chain_with_spring(False)
+    for bone in ("b1", "b2", "b3"):
+        obj.pose.bones[bone].rotation_mode = "XYZ"
+    first = baked_tip(obj, "NEW_ACTION")
+    bpy.context.scene.frame_set(30)
+    for mode in ("QUATERNION", "AXIS_ANGLE", "ZXY"):
+        for bone in ("b1", "b2", "b3"):
+            obj.pose.bones[bone].rotation_mode = mode
+        again = baked_tip(obj, "NEW_ACTION")
+        assert np.linalg.norm(again - first, axis=1).max() < 2e-3, mode
+
+
+def test_baking_springs_after_their_input_is_deleted_swings_them_from_the_action() -> None:
+    """The baked action names its input: deleted, the next bake swings the chains from the
+    baked action's own animation and starts a new input (a pointer to the deleted action
+    was left dangling in Blender 5.0, and the bake failed on it; helper review)."""
+    obj = swung_chain_with_spring(False)
+    baked_tip(obj, "NEW_ACTION")
+    inputs = spring_input_module()
+    bpy.data.actions.remove(inputs.input_of(obj.animation_data.action))
+    assert inputs.input_of(obj.animation_data.action) is None
+    again = baked_tip(obj, "NEW_ACTION")
+    assert np.isfinite(again).all()
+    fresh = inputs.input_of(obj.animation_data.action)
+    assert fresh is not None and fresh.use_fake_user
