@@ -442,11 +442,8 @@ fn a_swing_keeps_its_energy_without_damping_at_any_bone_length() {
     }
 }
 
-/// The energy (unit masses, gravity 9.81 along +Y; relative to hanging straight) that an
-/// undamped chain of `bones` bones of `length` keeps: its mean over the last half second
-/// of `seconds` over its mean over the first, released with its first bone 0.3 rad out
-/// (one internal step per call, so velocities are the steps' differences).
-fn energy_kept(bones: usize, length: f32, seconds: f32) -> f32 {
+/// A root bone and a chain of `bones` bones of `length` (`b0`, `b1`, ...) straight along +Y.
+fn straight_chain(bones: usize, length: f32) -> Rig {
     let mut descs = vec![BoneDesc::new("root", None, Transform::IDENTITY, 0.1)];
     for i in 0..bones {
         let parent = if i == 0 {
@@ -465,7 +462,15 @@ fn energy_kept(bones: usize, length: f32, seconds: f32) -> f32 {
             length,
         ));
     }
-    let rig = RigDesc { bones: descs }.build().unwrap();
+    RigDesc { bones: descs }.build().unwrap()
+}
+
+/// The energy (unit masses, gravity 9.81 along +Y; relative to hanging straight) that an
+/// undamped chain of `bones` bones of `length` keeps: its mean over the last half second
+/// of `seconds` over its mean over the first, released with its first bone 0.3 rad out
+/// (one internal step per call, so velocities are the steps' differences).
+fn energy_kept(bones: usize, length: f32, seconds: f32) -> f32 {
+    let rig = straight_chain(bones, length);
     let params = SpringParams {
         gravity: Vec3::new(0.0, 9.81, 0.0),
         damping: 0.0,
@@ -550,25 +555,7 @@ fn random_chains_masses_and_jerks_stay_finite() {
     for trial in 0..300 {
         let bones = 1 + (random() * 8.0) as usize;
         let length = 10f32.powf(random() * 5.0 - 4.0);
-        let mut descs = vec![BoneDesc::new("root", None, Transform::IDENTITY, 0.1)];
-        for i in 0..bones {
-            let parent = if i == 0 {
-                "root".to_string()
-            } else {
-                format!("b{}", i - 1)
-            };
-            let offset = if i == 0 { 0.1 } else { length };
-            descs.push(BoneDesc::new(
-                format!("b{i}"),
-                Some(parent.as_str()),
-                Transform {
-                    translation: Vec3::new(0.0, offset, 0.0),
-                    ..Transform::IDENTITY
-                },
-                length,
-            ));
-        }
-        let rig = RigDesc { bones: descs }.build().unwrap();
+        let rig = straight_chain(bones, length);
         let masses: Vec<f32> = (0..bones)
             .map(|_| 10f32.powf(random() * 6.0 - 3.0))
             .collect();
