@@ -6,6 +6,7 @@ every attribute (handles, their types, interpolation, easing, key type)."""
 from __future__ import annotations
 
 import ctypes
+import functools
 import re
 from typing import Any
 
@@ -53,52 +54,70 @@ def key_arrays(
 #: Values no fresh key holds, written through RNA to find where an attribute lies in a key.
 PROBE = (12345.5, -6789.25)
 
-#: Attribute name -> (key stride in bytes, offset in floats) found by a probe (a build's
-#: layout does not change while it runs; each use still checks the stride and the result).
+#: Attribute name -> (key stride in bytes, offset in floats) found by a probe and read back
+#: through RNA once (a build's layout does not change while it runs; each use still checks
+#: the stride and that the keys are one array).
 KEY_LAYOUT: dict[str, tuple[int, int]] = {}
 
 
 def key_pairs_in_memory(points: Any, name: str) -> np.ndarray | None:
     """A (keys, 2) float32 view of a two-float keyframe attribute (``co``, ``handle_left``,
-    ``handle_right``) in the F-curve's own key array, or None when its layout is not as
-    checked. ``foreach_set`` copies such an attribute key by key (0.1 ms per 1000 keys,
-    half of a 1000-frame bake's key writing); a scalar one it copies in bulk. The keys are
-    one contiguous array in Blender (checked: the last key's address is the first's plus
-    the stride times the count); where the attribute lies in a key is found once by writing
-    `PROBE` into the first key through RNA and finding it in that key's memory. Only for
-    keys the caller writes whole (the probe changes the first)."""
+    ``handle_right``) in the F-curve's own key array, or None when its layout is not known
+    (`set_key_pairs` finds it) or the keys are not as checked: one contiguous array in
+    Blender, the last key's address the first's plus the stride times the count."""
     count = len(points)
-    if count < 2:
+    layout = KEY_LAYOUT.get(name)
+    if count < 2 or layout is None:
         return None
     first = points[0].as_pointer()
     stride = points[1].as_pointer() - first
-    if not (0 < stride <= 512 and stride % 4 == 0) or points[count - 1].as_pointer() != first + stride * (count - 1):
+    if stride != layout[0] or points[count - 1].as_pointer() != first + stride * (count - 1):
         return None
-    layout = KEY_LAYOUT.get(name)
-    if layout is None or layout[0] != stride:
-        setattr(points[0], name, PROBE)
-        key = np.ctypeslib.as_array((ctypes.c_float * (stride // 4)).from_address(first))
-        found = np.flatnonzero((key[:-1] == np.float32(PROBE[0])) & (key[1:] == np.float32(PROBE[1])))
-        if len(found) != 1:
-            return None
-        layout = KEY_LAYOUT[name] = (stride, int(found[0]))
     memory = np.ctypeslib.as_array((ctypes.c_float * (count * stride // 4)).from_address(first))
     return memory.reshape(count, stride // 4)[:, layout[1] : layout[1] + 2]
 
 
-def set_key_pairs(points: Any, name: str, values: np.ndarray) -> None:
-    """Sets a two-float keyframe attribute of every key: ``values`` (keys, 2)."""
+def find_key_layout(points: Any, name: str) -> None:
+    """Where attribute `name` lies in a key (`KEY_LAYOUT`): `PROBE` written into the first
+    key through RNA and found in that key's memory. Changes the first key: only for keys
+    the caller writes whole."""
+    count = len(points)
+    if count < 2:
+        return
+    first = points[0].as_pointer()
+    stride = points[1].as_pointer() - first
+    if not (0 < stride <= 512 and stride % 4 == 0):
+        return
+    setattr(points[0], name, PROBE)
+    key = np.ctypeslib.as_array((ctypes.c_float * (stride // 4)).from_address(first))
+    found = np.flatnonzero((key[:-1] == np.float32(PROBE[0])) & (key[1:] == np.float32(PROBE[1])))
+    if len(found) == 1:
+        KEY_LAYOUT[name] = (stride, int(found[0]))
+
+
+def set_key_pairs(points: Any, name: str, first: np.ndarray, second: np.ndarray) -> None:
+    """Sets a two-float keyframe attribute of every key from its two columns. ``foreach_set``
+    copies such an attribute key by key (0.1 ms per 1000 keys, half of a 1000-frame bake's
+    key writing; a one-byte or one-float attribute it copies in bulk, 0.004 ms), so the
+    values go straight into the F-curve's key array where its layout is known; the first
+    time, found and read back through RNA at both ends (not as found: ``foreach_set``)."""
+    checking = name not in KEY_LAYOUT
+    if checking:
+        find_key_layout(points, name)
     view = key_pairs_in_memory(points, name)
     if view is not None:
-        view[:] = values
-        # Read back through RNA at both ends: a layout not as found is rewritten below.
+        view[:, 0], view[:, 1] = first, second
+        if not checking:
+            return
         ends = np.array([getattr(points[0], name)[:], getattr(points[len(points) - 1], name)[:]], np.float32)
-        if np.array_equal(ends, np.asarray(values, np.float32)[[0, -1]]):
+        wanted = np.array([[first[0], second[0]], [first[-1], second[-1]]], np.float32)
+        if np.array_equal(ends, wanted):
             return
         KEY_LAYOUT.pop(name, None)
-    points.foreach_set(name, np.ascontiguousarray(values, np.float32).ravel())
+    points.foreach_set(name, np.ascontiguousarray(np.stack([first, second], axis=1), np.float32).ravel())
 
 
+@functools.cache
 def enum_value(attribute: str, identifier: str) -> int:
     """The integer ``foreach_set`` takes for a keyframe enum item."""
     return bpy.types.Keyframe.bl_rna.properties[attribute].enum_items[identifier].value
@@ -274,7 +293,7 @@ def replace_keys(
     if count == 0:
         # A fresh curve: new keys already have Blender's defaults but for these two.
         points.add(added)
-        set_key_pairs(points, "co", np.stack([frames, values], axis=1))
+        set_key_pairs(points, "co", frames, values)
         # New keys are Bezier already (in every supported Blender).
         if interpolation != "BEZIER":
             points.foreach_set("interpolation", np.full(added, enum_value("interpolation", interpolation), np.uint8))
@@ -305,7 +324,8 @@ def replace_keys(
     points.add(len(order))
     for name, (width, _dtype) in KEY_ATTRIBUTES.items():
         if width == 2:
-            set_key_pairs(points, name, merged[name][order])
+            pairs = merged[name][order]
+            set_key_pairs(points, name, pairs[:, 0], pairs[:, 1])
         else:
             points.foreach_set(name, np.ascontiguousarray(merged[name][order]).ravel())
     # Sorted above: only the handles are left to compute.

@@ -174,7 +174,7 @@ def copy_keys(original: bpy.types.FCurve, copy: bpy.types.FCurve) -> None:
     points.add(len(original.keyframe_points))
     for name, (width, _dtype) in keys.KEY_ATTRIBUTES.items():
         if width == 2:
-            keys.set_key_pairs(points, name, arrays[name])
+            keys.set_key_pairs(points, name, arrays[name][:, 0], arrays[name][:, 1])
         else:
             points.foreach_set(name, np.ascontiguousarray(arrays[name]).ravel())
     copy.extrapolation = original.extrapolation

@@ -918,7 +918,7 @@ def test_key_pairs_written_into_blenders_keys_are_what_foreach_set_writes(monkey
     before = keys.key_arrays(points, tuple(keys.KEY_ATTRIBUTES))
     for name in ("co", "handle_left", "handle_right"):
         values = rng.normal(size=(300, 2)).astype(np.float32)
-        keys.set_key_pairs(points, name, values)
+        keys.set_key_pairs(points, name, values[:, 0], values[:, 1])
         assert name in keys.KEY_LAYOUT, f"{name}: not written in memory"
         after = keys.key_arrays(points, tuple(keys.KEY_ATTRIBUTES))
         assert np.array_equal(after[name], values), name
@@ -929,7 +929,7 @@ def test_key_pairs_written_into_blenders_keys_are_what_foreach_set_writes(monkey
     # The fallback writes the same.
     monkeypatch.setattr(keys, "key_pairs_in_memory", lambda points, name: None)
     values = rng.normal(size=(300, 2)).astype(np.float32)
-    keys.set_key_pairs(points, "co", values)
+    keys.set_key_pairs(points, "co", values[:, 0], values[:, 1])
     assert np.array_equal(keys.key_arrays(points, ("co",))["co"], values)
 
 
