@@ -26,7 +26,11 @@ pub(crate) struct FinishWithinLimits {
 impl Default for FinishWithinLimits {
     fn default() -> Self {
         FinishWithinLimits {
-            dls: JacobianDls::default(),
+            dls: {
+                let mut dls = JacobianDls::default();
+                dls.allow_scaled_start(false);
+                dls
+            },
             swept: Pose::rest(0),
             best: Pose::rest(0),
         }

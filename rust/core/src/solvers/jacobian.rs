@@ -87,6 +87,8 @@ impl Default for JacobianTransposeParams {
 /// Damping bounds of the adaptive scheme.
 const MIN_DAMPING: f64 = 1e-6;
 const MAX_DAMPING: f64 = 1e4;
+/// The relative error below which a solve's first damping is scaled down with it.
+const SCALED_START_ERROR: f64 = 0.05;
 /// Retries with more damping (or shorter steps) before an iteration gives up.
 const RETRIES: usize = 6;
 
@@ -874,6 +876,9 @@ pub struct JacobianDls {
     scratch: Scratch,
     unpin: Unpin,
     apart: Apart,
+    /// Whether each solve's first damping stays the setting's, not scaled to how far the
+    /// goals are (the tension minimiser's and FABRIK's and CCD's finishing passes).
+    plain_start: bool,
 }
 
 /// Where a retry starts from the stalled pose.
@@ -1087,6 +1092,13 @@ impl JacobianDls {
     pub(crate) fn allow_unpin(&mut self, allow: bool) {
         self.unpin.disabled = !allow;
     }
+
+    /// Whether a solve's first damping may be scaled to how far the goals are (on by
+    /// default; the tension minimiser and FABRIK's and CCD's finish keep the setting's,
+    /// the paths their own tuning was measured on).
+    pub(crate) fn allow_scaled_start(&mut self, allow: bool) {
+        self.plain_start = !allow;
+    }
 }
 
 impl Solver for JacobianDls {
@@ -1163,9 +1175,22 @@ impl SolveOnce for JacobianDls {
         let initial = (params.damping as f64).max(if params.adaptive { MIN_DAMPING } else { 0.0 });
         // Shared by the step and the second phase's preparation, which starts it afresh.
         let damping = std::cell::Cell::new(initial);
+        let fresh = std::cell::Cell::new(true);
+        // Not with the root moving: its shift follows the goals' errors, and a first step
+        // at full strength with it stalled a solve short of targets below reach.
+        let scaled_start = params.adaptive && !self.plain_start && !params.iteration.move_root;
         let step = |scratch: &mut Scratch, ws: &mut Workspace, rig: &Rig| {
             let before = scratch.linearise(ws, rig);
             scratch.save(ws);
+            if scaled_start && fresh.replace(false) {
+                // Goals already close (a warm frame of a bake: a centimetre on a 60 cm
+                // limb) need no more than Gauss-Newton's step: the damping starts in
+                // proportion to the relative error below 5% (still raised at once by a
+                // step that does not help). 3.4 -> 2.7 iterations per frame on the
+                // humanoid's 1000-frame bake.
+                let scale = (before.sqrt() / SCALED_START_ERROR).min(1.0);
+                damping.set((initial * scale).max(MIN_DAMPING));
+            }
             for _ in 0..RETRIES {
                 let solved = scratch.dls_step(ws, rig, damping.get(), world_weight);
                 if solved && scratch.step.iter().all(|s| s.abs() < 1e-12) {
@@ -1199,6 +1224,7 @@ impl SolveOnce for JacobianDls {
             |scratch, ws, rig| {
                 scratch.prepare(ws, rig);
                 damping.set(initial);
+                fresh.set(true);
             },
             step,
         )?;

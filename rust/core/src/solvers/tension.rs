@@ -220,7 +220,11 @@ impl TensionMinimizer {
             seed: Pose::rest(0),
             relaxed: Pose::rest(0),
             fabrik: Fabrik::default(),
-            dls: JacobianDls::default(),
+            dls: {
+                let mut dls = JacobianDls::default();
+                dls.allow_scaled_start(false);
+                dls
+            },
         }
     }
 }
