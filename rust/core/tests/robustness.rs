@@ -284,3 +284,29 @@ fn fuzzer_findings_stay_fixed() {
     }
     assert!(replayed >= 3);
 }
+
+#[test]
+fn a_start_pose_is_checked_after_solves_of_independent_groups() {
+    // Solving independent goals one group at a time skips checking the start of every
+    // group after the first (it is the last group's answer): that must not carry over to
+    // the next solve, whatever it is, nor to a solve after one that failed.
+    let rig = tendon_core::fixtures::humanoid();
+    let ends: Vec<usize> = ["hand.L", "hand.R", "shin.L"]
+        .iter()
+        .map(|name| rig.index_of(name).unwrap())
+        .collect();
+    for (name, mut solver) in all_solvers() {
+        let goals: Vec<Goal> = ends
+            .iter()
+            .map(|&b| Goal::new(b, Vec3::new(0.3, 0.5, 0.2)).with_chain_length(2))
+            .collect();
+        solver.solve(&rig, &Pose::rest(rig.len()), &goals).unwrap();
+        let mut bad = goals.clone();
+        bad[1].target.x = f32::NAN;
+        assert!(solver.solve(&rig, &Pose::rest(rig.len()), &bad).is_err());
+        let mut pose = Pose::rest(rig.len());
+        pose.rotations[ends[1]] = Quat::from_xyzw(f32::NAN, 0.0, 0.0, 1.0);
+        let err = solver.solve(&rig, &pose, &goals).unwrap_err().to_string();
+        assert!(err.contains("pose rotation of bone"), "{name}: {err}");
+    }
+}

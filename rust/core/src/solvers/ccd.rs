@@ -196,6 +196,10 @@ impl SolvesApart for Ccd {
     fn apart(&mut self) -> &mut Apart {
         &mut self.apart
     }
+
+    fn workspace(&mut self) -> &mut Workspace {
+        &mut self.ws
+    }
 }
 
 impl Ccd {

@@ -453,6 +453,10 @@ impl SolvesApart for Fabrik {
     fn apart(&mut self) -> &mut Apart {
         &mut self.apart
     }
+
+    fn workspace(&mut self) -> &mut Workspace {
+        &mut self.ws
+    }
 }
 
 impl Fabrik {

@@ -1128,6 +1128,10 @@ impl SolvesApart for JacobianDls {
     fn apart(&mut self) -> &mut Apart {
         &mut self.apart
     }
+
+    fn workspace(&mut self) -> &mut Workspace {
+        &mut self.ws
+    }
 }
 
 impl SolveOnce for JacobianDls {

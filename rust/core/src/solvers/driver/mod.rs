@@ -153,6 +153,9 @@ pub(crate) struct Workspace {
     /// against the caller's start, not the stall's).
     pub bends_frozen: bool,
     bend_points: Vec<Vec3>,
+    /// Set by [`Apart`](crate::solvers::Apart) for the next [`Workspace::prepare`] only:
+    /// its start is an earlier solve's answer (of the same rig), already validated.
+    pub(crate) trusted_start: bool,
 }
 
 impl Default for Workspace {
@@ -187,6 +190,7 @@ impl Default for Workspace {
             bend_slots: Vec::new(),
             bends_frozen: false,
             bend_points: Vec::new(),
+            trusted_start: false,
         }
     }
 }
