@@ -631,16 +631,20 @@ fn head_goals_and_pole_targets() {
     }
 }
 
+/// A bone's rest transform `y` along its parent, bent by `angle` about X.
+fn bent(y: f32, angle: f32) -> Transform {
+    Transform {
+        translation: Vec3::new(0.0, y, 0.0),
+        rotation: Quat::from_rotation_x(angle),
+        scale: Vec3::ONE,
+    }
+}
+
 #[test]
 fn blender_style_pole_aims_the_root_bones_axis() {
     // Blender's convention: the root bone's X axis turned by the pole angle about its Y
     // axis lies in the plane of root, target and pole, on the pole's side. Exact when that
     // axis lies in the chain's bend plane or across it: here a chain bent about X only.
-    let bent = |y: f32, angle: f32| Transform {
-        translation: Vec3::new(0.0, y, 0.0),
-        rotation: Quat::from_rotation_x(angle),
-        scale: Vec3::ONE,
-    };
     let rig = RigDesc {
         bones: vec![
             BoneDesc::new("b0", None, Transform::IDENTITY, 1.0),
@@ -1243,11 +1247,6 @@ fn limbs_keep_the_start_pose_bend_side_with_every_solver() {
     // and the wrist bent the way the start pose has them. FABRIK and CCD folded the knee
     // backwards for targets forwards and up (the metarig's, 0.3 m behind the hip-ankle
     // line, on 9 of 40 random targets) where damped least squares kept it.
-    let bent = |y: f32, angle: f32| Transform {
-        translation: Vec3::new(0.0, y, 0.0),
-        rotation: Quat::from_rotation_x(angle),
-        scale: Vec3::ONE,
-    };
     let rig = RigDesc {
         bones: vec![
             BoneDesc::new("hips", None, Transform::IDENTITY, 0.2),
