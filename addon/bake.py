@@ -490,26 +490,19 @@ class Baker:
             for bone, before in zip(bones.tolist(), channels, strict=True)
         }
         fcurves = keys.fcurves_of(obj)
-        written = 0
+        channels = []
         for bone in self.keyed:
             mode, before = previous[bone]
             if fcurves is not None:
                 before = keys.curve_values(fcurves, names[bone], pose.rotation_channel(mode)[0], before, span[0])
-            channels = tendon.rotation_channels(solved[:, bone], mode, before[None], series=True)
-            written += keys.write_bone_channels(
-                action, slot, names[bone], pose.rotation_channel(mode)[0], frames, channels, interpolation, span
-            )
+            values = tendon.rotation_channels(solved[:, bone], mode, before[None], series=True)
+            channels.append((names[bone], pose.rotation_channel(mode)[0], values))
         if self.moved:
             locations = self.location_channels(solved)
-            for bone in self.moved:
-                written += keys.write_bone_channels(
-                    action, slot, names[bone], "location", frames, locations[:, bone], interpolation, span
-                )
+            channels += [(names[bone], "location", locations[:, bone]) for bone in self.moved]
         scales = self.pose[2]
-        for bone in self.scaled:
-            written += keys.write_bone_channels(
-                action, slot, names[bone], "scale", frames, scales[:, bone], interpolation, span
-            )
+        channels += [(names[bone], "scale", scales[:, bone]) for bone in self.scaled]
+        written = keys.write_channels(action, slot, channels, frames, interpolation, span)
         shared = keys.other_users(obj, action, slot)
         if shared:
             self.found.warnings.append(

@@ -60,21 +60,27 @@ PROBE = (12345.5, -6789.25)
 KEY_LAYOUT: dict[str, tuple[int, int]] = {}
 
 
+def keys_in_memory(points: Any, stride: int) -> np.ndarray | None:
+    """The F-curve's key array as (keys, stride / 4) float32, or None unless the keys are as
+    checked: one contiguous array in Blender with this stride, the last key's address the
+    first's plus the stride times the count."""
+    count = len(points)
+    if count < 2:
+        return None
+    first = points[0].as_pointer()
+    if points[1].as_pointer() - first != stride or points[count - 1].as_pointer() != first + stride * (count - 1):
+        return None
+    memory = np.ctypeslib.as_array((ctypes.c_float * (count * stride // 4)).from_address(first))
+    return memory.reshape(count, stride // 4)
+
+
 def key_pairs_in_memory(points: Any, name: str) -> np.ndarray | None:
     """A (keys, 2) float32 view of a two-float keyframe attribute (``co``, ``handle_left``,
     ``handle_right``) in the F-curve's own key array, or None when its layout is not known
-    (`set_key_pairs` finds it) or the keys are not as checked: one contiguous array in
-    Blender, the last key's address the first's plus the stride times the count."""
-    count = len(points)
+    (`set_key_pairs` finds it) or the keys are not as `keys_in_memory` checks."""
     layout = KEY_LAYOUT.get(name)
-    if count < 2 or layout is None:
-        return None
-    first = points[0].as_pointer()
-    stride = points[1].as_pointer() - first
-    if stride != layout[0] or points[count - 1].as_pointer() != first + stride * (count - 1):
-        return None
-    memory = np.ctypeslib.as_array((ctypes.c_float * (count * stride // 4)).from_address(first))
-    return memory.reshape(count, stride // 4)[:, layout[1] : layout[1] + 2]
+    memory = None if layout is None else keys_in_memory(points, layout[0])
+    return None if memory is None else memory[:, layout[1] : layout[1] + 2]
 
 
 def find_key_layout(points: Any, name: str) -> None:
@@ -115,6 +121,24 @@ def set_key_pairs(points: Any, name: str, first: np.ndarray, second: np.ndarray)
             return
         KEY_LAYOUT.pop(name, None)
     points.foreach_set(name, np.ascontiguousarray(np.stack([first, second], axis=1), np.float32).ravel())
+
+
+def set_key_pair_attributes(points: Any, pairs: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+    """`set_key_pairs` for several attributes, into one view of the key array where every
+    layout is known already."""
+    strides = {KEY_LAYOUT[name][0] for name in pairs if name in KEY_LAYOUT}
+    memory = (
+        keys_in_memory(points, strides.pop())
+        if len(strides) == 1 and len(pairs) == len(KEY_LAYOUT.keys() & pairs.keys())
+        else None
+    )
+    if memory is None:
+        for name, (first, second) in pairs.items():
+            set_key_pairs(points, name, first, second)
+        return
+    for name, (first, second) in pairs.items():
+        offset = KEY_LAYOUT[name][1]
+        memory[:, offset], memory[:, offset + 1] = first, second
 
 
 @functools.cache
@@ -291,15 +315,7 @@ def replace_keys(
     count = len(points)
     added = len(frames)
     if count == 0:
-        # A fresh curve: new keys already have Blender's defaults but for these two.
-        points.add(added)
-        set_key_pairs(points, "co", frames, values)
-        # New keys are Bezier already (in every supported Blender).
-        if interpolation != "BEZIER":
-            points.foreach_set("interpolation", np.full(added, enum_value("interpolation", interpolation), np.uint8))
-        # The keys are in frame order: the handles are all that `fcurve.update()` would
-        # redo (it also sorts, which costs as much again).
-        points.handles_recalc()
+        write_fresh_curves([(fcurve, values)], frames, interpolation)
         return
     kept = {name: array.reshape(count, -1) for name, array in key_arrays(points, tuple(KEY_ATTRIBUTES)).items()}
     outside = (kept["co"][:, 0] < span[0] - 1e-4) | (kept["co"][:, 0] > span[1] + 1e-4)
@@ -332,24 +348,75 @@ def replace_keys(
     points.handles_recalc()
 
 
-def write_bone_channels(
+def native_smoothing(fcurve: bpy.types.FCurve) -> bool | None:
+    """Whether the curve smooths its automatic handles ("Continuous Acceleration"), or None
+    when its handles are not the native computation's to give (other extrapolation,
+    modifiers, another smoothing)."""
+    if fcurve.extrapolation != "CONSTANT" or len(fcurve.modifiers):
+        return None
+    return {"NONE": False, "CONT_ACCEL": True}.get(fcurve.auto_smoothing)
+
+
+def write_fresh_curves(
+    curves: list[tuple[bpy.types.FCurve, np.ndarray]], frames: np.ndarray, interpolation: str
+) -> None:
+    """Keys curves that have none yet at `frames` (in order) with their values: the keys
+    written straight into Blender's arrays with the handles `handles_recalc` would give
+    them, computed natively for all curves at once (Blender's recalculation was a third of
+    a 1000-frame bake); curves that computation does not follow get Blender's."""
+    frames = np.asarray(frames, np.float32)
+    by_smoothing: dict[bool | None, list[int]] = {}
+    for k, (fcurve, _values) in enumerate(curves):
+        by_smoothing.setdefault(native_smoothing(fcurve), []).append(k)
+    interpolation_value = enum_value("interpolation", interpolation)
+    for smooth, members in by_smoothing.items():
+        computed = [False] * len(members)
+        if smooth is not None and len(frames) >= 2:
+            values = np.stack([curves[k][1] for k in members]).astype(np.float32)
+            left, right, computed = native.native().auto_clamped_handles(frames, values, smooth)
+        for row, k in enumerate(members):
+            fcurve, values = curves[k]
+            points = fcurve.keyframe_points
+            # New keys already have Blender's defaults (Auto Clamped, Bezier) but for these.
+            points.add(len(frames))
+            pairs = {"co": (frames, values)}
+            if computed[row]:
+                pairs["handle_left"] = (left[row, :, 0], left[row, :, 1])
+                pairs["handle_right"] = (right[row, :, 0], right[row, :, 1])
+            set_key_pair_attributes(points, pairs)
+            if interpolation != "BEZIER":
+                points.foreach_set("interpolation", np.full(len(frames), interpolation_value, np.uint8))
+            if not computed[row]:
+                # The keys are in frame order: the handles are all that `fcurve.update()`
+                # would redo (it also sorts, which costs as much again).
+                points.handles_recalc()
+
+
+def write_channels(
     action: bpy.types.Action,
     slot: Any,
-    bone: str,
-    channel: str,
+    channels: list[tuple[str, str, np.ndarray]],
     frames: np.ndarray,
-    values: np.ndarray,
     interpolation: str,
     span: tuple[float, float],
 ) -> int:
-    """Keys one bone property (`rotation_euler`, `scale`, ...), frames x components, in
-    `action`; returns the keys written."""
-    data_path = f'pose.bones["{bpy.utils.escape_identifier(bone)}"].{channel}'
+    """Keys bone properties in `action`: (bone, property such as `rotation_euler`, values
+    frames x components) each; returns the keys written. Curves without keys are written
+    together (`write_fresh_curves`); others keep their keys outside `span`."""
     bag = channelbag(action, slot, create=True) if SLOTTED else None
-    for index in range(values.shape[1]):
-        fcurve = ensure_fcurve(action, slot, data_path, index, bone, bag)
-        replace_keys(fcurve, frames, values[:, index], interpolation, span)
-    return values.size
+    fresh = []
+    written = 0
+    for bone, channel, values in channels:
+        data_path = f'pose.bones["{bpy.utils.escape_identifier(bone)}"].{channel}'
+        for index in range(values.shape[1]):
+            fcurve = ensure_fcurve(action, slot, data_path, index, bone, bag)
+            if len(fcurve.keyframe_points):
+                replace_keys(fcurve, frames, values[:, index], interpolation, span)
+            else:
+                fresh.append((fcurve, values[:, index]))
+        written += values.size
+    write_fresh_curves(fresh, frames, interpolation)
+    return written
 
 
 def sample_fcurve(fcurve: bpy.types.FCurve, frames: np.ndarray) -> np.ndarray:

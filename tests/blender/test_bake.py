@@ -933,6 +933,59 @@ def test_key_pairs_written_into_blenders_keys_are_what_foreach_set_writes(monkey
     assert np.array_equal(keys.key_arrays(points, ("co",))["co"], values)
 
 
+def test_handles_of_fresh_keys_are_blenders_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bake's fresh keys get their Auto Clamped handles natively: the same as Blender's
+    `handles_recalc` on the same keys, with either smoothing, on values that rise, fall,
+    hold, turn, jump and crawl (extremes, clamped handles, runs of every length), on every
+    frame and on every few frames; where the curve is not one that computation follows
+    (a modifier), Blender computes them."""
+    keys = keys_module()
+    bpy.ops.wm.read_homefile(use_empty=True)
+    obj = bpy.data.objects.new("Keyed", None)
+    bpy.context.scene.collection.objects.link(obj)
+    rng = np.random.default_rng(11)
+    walk = np.cumsum(rng.normal(size=600)) * 0.1
+    walk[100:120] = walk[100]  # held
+    walk[200:260] = np.sin(np.arange(60) * 0.3)  # smooth turns
+    walk[300] += 40.0  # a jump
+    walk[400:500] = np.linspace(0.0, 1e-4, 100)  # a crawl
+    cases = {
+        "every frame": (np.arange(1, 601, dtype=np.float32), walk),
+        "every 3 frames, uneven": (np.cumsum(rng.integers(1, 4, size=600)).astype(np.float32), walk),
+        "two keys": (np.array([1.0, 9.0], np.float32), np.array([0.0, 2.0])),
+        "three keys": (np.array([1.0, 2.0, 7.0], np.float32), np.array([0.0, 2.0, 2.5])),
+    }
+    for index, (label, (frames, values)) in enumerate(cases.items()):
+        for smoothing in ("CONT_ACCEL", "NONE"):
+            obj.keyframe_insert("location", index=index % 3, frame=1)
+            fcurve = keys.find_fcurve(obj, "location", index % 3)
+            fcurve.keyframe_points.clear()
+            fcurve.auto_smoothing = smoothing
+            keys.replace_keys(fcurve, frames, values.astype(np.float32), "BEZIER", (1.0, 1e6))
+            ours = keys.key_arrays(fcurve.keyframe_points, ("handle_left", "handle_right"))
+            left, right, computed = keys.native.native().auto_clamped_handles(
+                frames, values[None].astype(np.float32), smoothing == "CONT_ACCEL"
+            )
+            # Written as computed natively, not recalculated by Blender.
+            assert computed == [True], label
+            assert np.array_equal(left[0], ours["handle_left"]) and np.array_equal(right[0], ours["handle_right"])
+            fcurve.keyframe_points.handles_recalc()
+            blenders = keys.key_arrays(fcurve.keyframe_points, ("handle_left", "handle_right"))
+            for side in ("handle_left", "handle_right"):
+                scale = max(1.0, float(np.abs(blenders[side]).max()))
+                worst = float(np.abs(ours[side] - blenders[side]).max())
+                assert worst <= 1e-6 * scale, (label, smoothing, side, worst)
+            obj.animation_data_clear()
+    # A curve with a modifier: Blender's own recalculation.
+    obj.keyframe_insert("location", index=0, frame=1)
+    fcurve = keys.find_fcurve(obj, "location", 0)
+    fcurve.keyframe_points.clear()
+    fcurve.modifiers.new("NOISE")
+    monkeypatch.setattr(keys.native, "native", lambda: pytest.fail("computed natively on a curve with a modifier"))
+    keys.replace_keys(fcurve, cases["every frame"][0], walk.astype(np.float32), "BEZIER", (1.0, 1e6))
+    assert fcurve.keyframe_points[1].handle_left[0] > 1.0
+
+
 def swung_chain_with_spring(animate_spring_bone: bool) -> bpy.types.Object:
     """A four-bone chain whose root swings about Z over frames 1-20, its last three bones a
     spring chain (default stiffness and damping); b2 (a spring bone) keyed with a slow

@@ -856,3 +856,20 @@ def test_a_matrix_scaled_to_zero_splits_without_nan() -> None:
     assert np.isfinite(rotations).all() and np.isfinite(scales).all()
     np.testing.assert_array_equal(rotations[0], (1.0, 0.0, 0.0, 0.0))
     np.testing.assert_array_equal(scales[0], (0.0, 0.0, 0.0))
+
+
+def test_auto_clamped_handles_for_many_curves_and_where_they_are_left_to_blender() -> None:
+    """Curves on the same frames get Blender's Auto Clamped handles (a rise keeps its
+    handles on the line, an extreme is flat, the ends ease); a curve with values that are not
+    numbers is marked as not computed; frames out of order leave every curve to Blender."""
+    frames = np.arange(1.0, 6.0, dtype=np.float32)
+    values = np.array([[0.0, 1.0, 2.0, 3.0, 4.0], [0.0, 2.0, 5.0, 2.0, 0.0], [0.0, np.nan, 1.0, 1.0, 1.0]])
+    left, right, computed = tendon.auto_clamped_handles(frames, values, False)
+    assert left.shape == right.shape == (3, 5, 2) and computed == [True, True, False]
+    slopes = (right[0, 1:4, 1] - values[0, 1:4]) / (right[0, 1:4, 0] - frames[1:4])
+    assert np.allclose(slopes, 1.0, atol=1e-6)
+    assert left[1, 2, 1] == right[1, 2, 1] == 5.0
+    assert left[0, 0, 1] == right[0, 0, 1] == 0.0 and left[0, 4, 1] == right[0, 4, 1] == 4.0
+    assert tendon.auto_clamped_handles(frames[::-1].copy(), values, True)[2] == [False] * 3
+    with pytest.raises(tendon.ShapeError):
+        tendon.auto_clamped_handles(frames, values[:, :4], True)

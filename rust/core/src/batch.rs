@@ -205,7 +205,7 @@ pub fn solve_frames_threaded<S: Solver + Clone + Send>(
 ) -> Result<()> {
     let frames = input.frame_count();
     let threads = match threads {
-        0 => std::thread::available_parallelism().map_or(1, |t| t.get()),
+        0 => crate::machine_threads(),
         t => t,
     };
     let groups = match solver.solves_groups_apart() && threads > 1 && frames >= MIN_THREADED_FRAMES

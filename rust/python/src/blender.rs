@@ -214,6 +214,48 @@ pub(crate) fn evaluate_fcurve<'py>(
     new_array(py, &[values.len()], &values)
 }
 
+/// The handles Blender gives "Auto Clamped" keys on curves that extend constantly and have
+/// no cycles: `values` (k, m) holds k curves keyed on the same `frames` (m,), in frame order;
+/// `smooth` is the curves' "Continuous Acceleration" smoothing. Returns (left, right), each
+/// (k, m, 2), and per curve whether they were computed: not where this computation is not
+/// Blender's (fewer than two keys, two on one frame, values that are not numbers; those
+/// curves' handles are zero): ask Blender then. The curves are shared among threads.
+#[pyfunction]
+pub(crate) fn auto_clamped_handles<'py>(
+    py: Python<'py>,
+    frames: &Bound<'py, PyAny>,
+    values: &Bound<'py, PyAny>,
+    smooth: bool,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Vec<bool>)> {
+    let (mut times, mut curves) = (Vec::new(), Vec::new());
+    let m = read_f32(frames, "frames", &[ANY], &mut times)?[0];
+    let k = read_f32(values, "values", &[ANY, m], &mut curves)?[0];
+    let handles = py.detach(|| {
+        guarded(|| {
+            Ok(tendon_core::math::handles::auto_clamped_handles_of_curves(
+                &times, &curves, smooth, 0,
+            ))
+        })
+    })?;
+    let (mut left, mut right) = (vec![0.0f32; k * m * 2], vec![0.0f32; k * m * 2]);
+    let mut computed = vec![false; k];
+    for (curve, handles) in handles.iter().enumerate() {
+        if let Some((lefts, rights)) = handles {
+            for (key, (l, r)) in lefts.iter().zip(rights).enumerate() {
+                let at = (curve * m + key) * 2;
+                left[at..at + 2].copy_from_slice(&l.to_array());
+                right[at..at + 2].copy_from_slice(&r.to_array());
+            }
+            computed[curve] = true;
+        }
+    }
+    Ok((
+        new_array(py, &[k, m, 2], &left)?,
+        new_array(py, &[k, m, 2], &right)?,
+        computed,
+    ))
+}
+
 /// Blender's six Euler rotation orders ("XYZ", ...), as joint limits and rotation channels
 /// name them, the default first.
 #[pyfunction]

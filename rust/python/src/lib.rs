@@ -45,6 +45,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(blender::matrices_to_transforms, m)?)?;
     m.add_function(wrap_pyfunction!(blender::distribute_scale, m)?)?;
     m.add_function(wrap_pyfunction!(blender::evaluate_fcurve, m)?)?;
+    m.add_function(wrap_pyfunction!(blender::auto_clamped_handles, m)?)?;
     m.add_function(wrap_pyfunction!(blender::euler_orders, m)?)?;
     m.add_function(wrap_pyfunction!(blender::default_limits, m)?)?;
     Ok(())

@@ -4,6 +4,7 @@ pub mod channels;
 pub mod dense;
 pub mod euler;
 pub mod fcurve;
+pub mod handles;
 pub mod rotation;
 pub mod simplex;
 

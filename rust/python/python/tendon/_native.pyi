@@ -27,6 +27,7 @@ __all__ = [
     "_test_panic",
     "default_limits",
     "distribute_scale",
+    "auto_clamped_handles",
     "euler_orders",
     "evaluate_fcurve",
     "matrices_to_transforms",
@@ -48,6 +49,9 @@ def distribute_scale(
 def evaluate_fcurve(
     co: _ArrayLike, handle_left: _ArrayLike, handle_right: _ArrayLike, interpolation: _ArrayLike, frames: _ArrayLike
 ) -> _Float32Array: ...
+def auto_clamped_handles(
+    frames: _ArrayLike, values: _ArrayLike, smooth: bool
+) -> tuple[_Float32Array, _Float32Array, list[bool]]: ...
 def euler_orders() -> list[str]: ...
 def default_limits() -> dict[str, Any]: ...
 def matrices_to_transforms(
