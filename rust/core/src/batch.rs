@@ -264,6 +264,11 @@ pub fn solve_frames_threaded<S: Solver + Clone + Send>(
     let results: Vec<ShareFrames> = results.into_iter().flatten().collect();
     let per_frame = input.has_frame_poses();
     let mut pose = start.clone();
+    // The bones outside the chains as the solvers give them, of unit length: with one start
+    // for every frame, checked once (the solved bones are already).
+    if !per_frame {
+        pose.validate(rig)?;
+    }
     for frame in 0..frames {
         if per_frame {
             input.frame_pose(rig, frame, &mut pose);
@@ -287,8 +292,9 @@ pub fn solve_frames_threaded<S: Solver + Clone + Send>(
             report.rotation_residual = report.rotation_residual.max(r.rotation_residual);
             report.reached &= r.reached;
         }
-        // The bones outside the chains as the solvers give them: of unit length.
-        pose.validate(rig)?;
+        if per_frame {
+            pose.validate(rig)?;
+        }
         output(frame, &pose, report);
     }
     // The caller's goals as the plain path leaves them: set for the last frame.
