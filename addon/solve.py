@@ -1001,9 +1001,10 @@ class SolveOutcome:
         else:
             state = f"{self.goals} effector(s), some not reached"
         where = " in Blender's pose" if self.measured else ""
+        # No iteration: every target already met, or only out of reach (chains pointed at them).
+        how = f"in {self.iterations} iteration(s)" if self.iterations else "without iterating"
         return (
-            f"{state}{where} (largest error {self.residual:.2g}) in "
-            f"{self.iterations} iteration(s); {self.bones_written} bone(s) posed "
+            f"{state}{where} (largest error {self.residual:.2g}) {how}; {self.bones_written} bone(s) posed "
             f"in {self.seconds * 1000:.2f} ms"
         )
 

@@ -96,6 +96,23 @@ def test_a_rotation_target_the_bone_cannot_meet_is_not_reached(solver: str) -> N
     assert ("not reached" in obj.tendon.status) == (position > 1e-4), (position, obj.tendon.status)
 
 
+def test_a_target_beyond_reach_is_pointed_at_without_iterating_and_said_so() -> None:
+    """A chain whose only target lies beyond its reach is straightened towards it without
+    iterating: the status says so (it said "in 0 iteration(s)"), and the chain points at
+    the target in Blender's pose."""
+    obj = rigs.chain(3)
+    rigs.update()
+    target = rigs.empty("target", rigs.head_world(obj, "b0") + Vector((2.0, 9.0, 1.0)))
+    rigs.add_effector(obj, "b2", target, chain_length=3)
+    assert bpy.ops.tendon.solve() == {"FINISHED"}
+    rigs.update()
+    status = obj.tendon.status
+    assert "not reached" in status and "without iterating" in status and "0 iteration" not in status, status
+    along = (rigs.tail_world(obj, "b2") - rigs.head_world(obj, "b0")).normalized()
+    wanted = (target.matrix_world.translation - rigs.head_world(obj, "b0")).normalized()
+    assert along.dot(wanted) > 1 - 1e-6, along.dot(wanted)
+
+
 @pytest.mark.parametrize("turn", [-2.5, 2.0, 2.5, 3.1])
 def test_a_rotation_target_turned_far_round_is_measured_as_met(turn: float) -> None:
     """A bone on a rotation target turned 2.5-3.14 rad: the status said it was 360 degrees
