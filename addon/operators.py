@@ -8,7 +8,7 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty, IntProperty
 from bpy.types import Context, Operator
 
-from . import bake, human, solve
+from . import bake, human, rig, solve
 from .native import TendonUserError
 
 #: Blender rotation modes that are Euler orders (every mode but these two).
@@ -104,7 +104,8 @@ class TENDON_OT_solve(Operator):
             return {"CANCELLED"}
         # The status is measured in the pose Blender shows. This update would follow the
         # operator anyway; it only happens earlier.
-        context.view_layer.update()
+        with rig.own_pose_update(obj):
+            context.view_layer.update()
         outcome.measure(obj)
         report_outcome(self, obj, outcome)
         return {"FINISHED"}

@@ -383,3 +383,43 @@ def test_a_chain_bone_with_local_location_off_and_a_location_reaches_both_ways()
     assert entry.memo["shortcut"][1].native_plan is not None
     shortcut = [value for name in turns for value in obj.pose.bones[name].rotation_quaternion]
     assert shortcut == pytest.approx(whole_way, abs=1e-5)
+
+
+def test_a_solves_own_update_does_not_read_the_rest_again_and_a_scale_applied_after_is_heard(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The update that evaluates the pose a solve wrote follows one that saw everything
+    else: the armature's rest is not read again there (on the generated Rigify rig that
+    read was a third of the solve's own time). Any other update of the armature's data
+    still reads it, so a scale applied after the solve makes the cache forget."""
+    module = rig_cache()
+    obj, target = chain_with_target()
+    assert reached(solve())
+    reads = []
+
+    class CountingNumpy:
+        def __getattr__(self, name: str) -> object:
+            return getattr(module.__dict__["_numpy"], name)
+
+        def empty(self, *args: object, **kwargs: object) -> object:
+            reads.append(1)
+            return module.__dict__["_numpy"].empty(*args, **kwargs)
+
+    monkeypatch.setitem(module.__dict__, "_numpy", module.np)
+    monkeypatch.setattr(module, "np", CountingNumpy())
+    target.location.x += 0.05
+    rigs.update()
+    assert reached(solve())
+    assert reads == [], "the solve's own update read the rest again"
+    # The same pose change made outside a solve: read.
+    obj.pose.bones["b1"].rotation_quaternion = (0.99, 0.1, 0.0, 0.0)
+    rigs.update()
+    assert reads, "a pose change outside a solve no longer checks the rest"
+    first = cached(obj)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    obj.scale = (1.5, 1.5, 1.5)
+    rigs.update()
+    assert bpy.ops.object.transform_apply(location=False, rotation=False, scale=True) == {"FINISHED"}
+    rigs.update()
+    after = cached(obj)
+    assert after is not first and float(after.lengths[after.index["b1"]]) == pytest.approx(1.5)
