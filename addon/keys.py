@@ -380,13 +380,20 @@ def write_fresh_curves(
             # New keys already have Blender's defaults (Auto Clamped, Bezier) but for these.
             points.add(len(frames))
             pairs = {"co": (frames, values)}
-            if computed[row]:
+            lone = len(frames) == 1
+            if lone:
+                # Blender computes no handles for a lone key (they stayed at (0, 0), which a
+                # Linear extrapolation turned into a slope): a frame each side, level, as
+                # `keyframe_insert` gives a lone key.
+                pairs["handle_left"] = (frames - 1.0, values)
+                pairs["handle_right"] = (frames + 1.0, values)
+            elif computed[row]:
                 pairs["handle_left"] = (left[row, :, 0], left[row, :, 1])
                 pairs["handle_right"] = (right[row, :, 0], right[row, :, 1])
             set_key_pair_attributes(points, pairs)
             if interpolation != "BEZIER":
                 points.foreach_set("interpolation", np.full(len(frames), interpolation_value, np.uint8))
-            if not computed[row]:
+            if not (lone or computed[row]):
                 # The keys are in frame order: the handles are all that `fcurve.update()`
                 # would redo (it also sorts, which costs as much again).
                 points.handles_recalc()

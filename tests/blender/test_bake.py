@@ -986,6 +986,26 @@ def test_handles_of_fresh_keys_are_blenders_own(monkeypatch: pytest.MonkeyPatch)
     assert fcurve.keyframe_points[1].handle_left[0] > 1.0
 
 
+def test_a_one_frame_bake_keys_level_handles() -> None:
+    """A one-frame bake's lone keys got no handles (Blender computes none for one key: they
+    stayed at (0, 0), and a Linear extrapolation then sloped every curve to 0 at frame 0;
+    found by a helper review): now a frame each side, level, as `keyframe_insert` gives."""
+    obj, _target = animated_chain()
+    assert bpy.ops.tendon.bake(frame_start=10, frame_end=10) == {"FINISHED"}
+    curves = [fc for fc in keys_module().fcurves_of(obj) if "rotation" in fc.data_path]
+    assert curves
+    for fcurve in curves:
+        (key,) = fcurve.keyframe_points
+        value = key.co[1]
+        assert tuple(key.handle_left) == pytest.approx((9.0, value)) and tuple(key.handle_right) == pytest.approx(
+            (11.0, value)
+        ), fcurve.data_path
+        fcurve.update()
+        assert tuple(key.handle_left) == pytest.approx((9.0, value)), "Blender moves them"
+        fcurve.extrapolation = "LINEAR"
+        assert fcurve.evaluate(0.0) == pytest.approx(value) and fcurve.evaluate(30.0) == pytest.approx(value)
+
+
 def swung_chain_with_spring(animate_spring_bone: bool) -> bpy.types.Object:
     """A four-bone chain whose root swings about Z over frames 1-20, its last three bones a
     spring chain (default stiffness and damping); b2 (a spring bone) keyed with a slow
