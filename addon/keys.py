@@ -338,6 +338,11 @@ def replace_keys(
     order = np.argsort(merged["co"][:, 0], kind="stable")
     points.clear()
     points.add(len(order))
+    if len(order) == 1:
+        # A lone key: level handles a frame each side (`write_fresh_curves`).
+        frame, value = merged["co"][0]
+        merged["handle_left"] = np.array([[frame - 1.0, value]], np.float32)
+        merged["handle_right"] = np.array([[frame + 1.0, value]], np.float32)
     for name, (width, _dtype) in KEY_ATTRIBUTES.items():
         if width == 2:
             pairs = merged[name][order]

@@ -934,7 +934,7 @@ def test_key_pairs_written_into_blenders_keys_are_what_foreach_set_writes(monkey
 
 
 def test_handles_of_fresh_keys_are_blenders_own(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A bake's fresh keys get their Auto Clamped handles natively: the same as Blender's
+    """A bake's fresh keys get their Auto Clamped handles natively: bit for bit Blender's
     `handles_recalc` on the same keys, with either smoothing, on values that rise, fall,
     hold, turn, jump and crawl (extremes, clamped handles, runs of every length), on every
     frame and on every few frames; where the curve is not one that computation follows
@@ -972,9 +972,9 @@ def test_handles_of_fresh_keys_are_blenders_own(monkeypatch: pytest.MonkeyPatch)
             fcurve.keyframe_points.handles_recalc()
             blenders = keys.key_arrays(fcurve.keyframe_points, ("handle_left", "handle_right"))
             for side in ("handle_left", "handle_right"):
-                scale = max(1.0, float(np.abs(blenders[side]).max()))
+                # Blender's order of operations in single precision: the same bits.
                 worst = float(np.abs(ours[side] - blenders[side]).max())
-                assert worst <= 1e-6 * scale, (label, smoothing, side, worst)
+                assert np.array_equal(ours[side], blenders[side]), (label, smoothing, side, worst)
             obj.animation_data_clear()
     # A curve with a modifier: Blender's own recalculation.
     obj.keyframe_insert("location", index=0, frame=1)
@@ -984,6 +984,50 @@ def test_handles_of_fresh_keys_are_blenders_own(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(keys.native, "native", lambda: pytest.fail("computed natively on a curve with a modifier"))
     keys.replace_keys(fcurve, cases["every frame"][0], walk.astype(np.float32), "BEZIER", (1.0, 1e6))
     assert fcurve.keyframe_points[1].handle_left[0] > 1.0
+
+
+def test_curves_of_every_kind_written_together_get_blenders_handles() -> None:
+    """One `write_channels` call over 140 fresh curves (the threaded native path) among which
+    some have "None" smoothing, a modifier, Linear extrapolation or a value that is not a
+    number: each curve's handles are Blender's (the native ones grouped by smoothing, the
+    others recalculated by Blender), and every key where it was asked."""
+    keys = keys_module()
+    bpy.ops.wm.read_homefile(use_empty=True)
+    obj = rigs.chain(20)
+    action = bpy.data.actions.new("Mixed")
+    obj.animation_data_create()
+    obj.animation_data.action = action
+    slot = None
+    if keys.SLOTTED:
+        slot = action.slots.new(id_type="OBJECT", name=obj.name)
+        obj.animation_data.action_slot = slot
+    bag = keys.channelbag(action, slot, create=True) if keys.SLOTTED else None
+    rng = np.random.default_rng(5)
+    frames = np.arange(1, 701, dtype=np.float32)
+    channels = []
+    for bone in (f"b{i}" for i in range(20)):
+        channels.append((bone, "rotation_quaternion", np.cumsum(rng.normal(size=(700, 4)), 0) * 0.05))
+        channels.append((bone, "location", np.cumsum(rng.normal(size=(700, 3)), 0) * 0.05))
+    for i, (bone, channel, _values) in enumerate(channels[:12]):
+        fcurve = keys.ensure_fcurve(action, slot, f'pose.bones["{bone}"].{channel}', 0, bone, bag)
+        if i % 3 == 0:
+            fcurve.auto_smoothing = "NONE"
+        elif i % 3 == 1:
+            fcurve.modifiers.new("NOISE")
+        else:
+            fcurve.extrapolation = "LINEAR"
+    channels[30][2][100, 1] = np.nan
+    assert keys.write_channels(action, slot, channels, frames, "BEZIER", (1.0, 700.0)) == 140 * 700
+    for bone, channel, values in channels:
+        for index in range(values.shape[1]):
+            fcurve = keys.ensure_fcurve(action, slot, f'pose.bones["{bone}"].{channel}', index, bone, bag)
+            ours = keys.key_arrays(fcurve.keyframe_points, ("co", "handle_left", "handle_right"))
+            assert np.array_equal(ours["co"][:, 0], frames)
+            assert np.array_equal(ours["co"][:, 1], values[:, index].astype(np.float32), equal_nan=True)
+            fcurve.keyframe_points.handles_recalc()
+            blenders = keys.key_arrays(fcurve.keyframe_points, ("handle_left", "handle_right"))
+            for side in ("handle_left", "handle_right"):
+                assert np.array_equal(ours[side], blenders[side], equal_nan=True), (bone, channel, index, side)
 
 
 def test_a_one_frame_bake_keys_level_handles() -> None:
@@ -1004,6 +1048,13 @@ def test_a_one_frame_bake_keys_level_handles() -> None:
         assert tuple(key.handle_left) == pytest.approx((9.0, value)), "Blender moves them"
         fcurve.extrapolation = "LINEAR"
         assert fcurve.evaluate(0.0) == pytest.approx(value) and fcurve.evaluate(30.0) == pytest.approx(value)
+    # Baked again over the same frame into the same action: its keys replaced by one key.
+    bpy.context.scene.frame_set(10)
+    assert bpy.ops.tendon.bake(frame_start=10, frame_end=10, destination="REPLACE") == {"FINISHED"}
+    for fcurve in curves:
+        (key,) = fcurve.keyframe_points
+        assert key.handle_left[0] == pytest.approx(9.0) and key.handle_right[0] == pytest.approx(11.0)
+        assert key.handle_left[1] == pytest.approx(key.co[1]) == pytest.approx(key.handle_right[1])
 
 
 def swung_chain_with_spring(animate_spring_bone: bool) -> bpy.types.Object:

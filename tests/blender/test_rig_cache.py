@@ -420,6 +420,8 @@ def test_a_solves_own_update_does_not_read_the_rest_again_and_a_scale_applied_af
     obj.scale = (1.5, 1.5, 1.5)
     rigs.update()
     assert bpy.ops.object.transform_apply(location=False, rotation=False, scale=True) == {"FINISHED"}
-    rigs.update()
-    after = cached(obj)
+    bpy.ops.object.mode_set(mode="POSE")
+    # Solved right after: with the new rest.
+    assert reached(solve())
+    after = module.read_rig(obj)
     assert after is not first and float(after.lengths[after.index["b1"]]) == pytest.approx(1.5)

@@ -51,13 +51,6 @@ pub mod solvers;
 
 pub use goal::{EffectorPoint, Goal};
 
-/// How many threads this machine runs at once, asked once: the standard library reads the
-/// process's CPU quota from files each time (30 microseconds here, more than a small call's
-/// whole work).
-pub fn machine_threads() -> usize {
-    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |t| t.get()))
-}
 pub use math::{EulerOrder, RotationMode};
 pub use rig::{
     AxisLimit, AxisTension, BoneDesc, JointLimits, Pose, Rig, RigDesc, SideTension, Transform,
@@ -68,3 +61,11 @@ pub use solvers::{
     SolveReport, Solver, SolverConfig, SphereCollider, SpringChain, SpringParams, SpringSimulation,
     TensionMinimizer, TensionParams, TensionReference, TensionStart, TwoBone, TwoBoneParams,
 };
+
+/// How many threads this machine runs at once, asked once: the standard library reads the
+/// process's CPU quota from files each time (30 microseconds here, more than a small call's
+/// whole work).
+pub fn machine_threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |t| t.get()))
+}
