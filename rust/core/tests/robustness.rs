@@ -313,9 +313,6 @@ fn a_start_pose_is_checked_after_solves_of_independent_groups() {
 
 #[test]
 fn tension_keeps_to_its_evaluation_budget_on_a_very_long_chain() {
-    // The pass that returns unfelt degrees of freedom to their reference evaluated once per
-    // degree of freedom whatever the budget (a 2000-bone chain: 12001 evaluations with a
-    // budget of 10, 8 s on 5000 bones).
     let bones = 400;
     let rig = bent_chain(bones, 3);
     let start = Pose::rest(bones);
@@ -329,11 +326,9 @@ fn tension_keeps_to_its_evaluation_budget_on_a_very_long_chain() {
     });
     let (pose, report) = solver.solve(&rig, &start, &[goal]).unwrap();
     assert_sane("tension", &rig, &pose, &report);
-    // The simplex's first simplex (one evaluation per degree of freedom, and one) is all it
-    // can do within such a budget; the snap pass now adds at most the budget (it added one
-    // per degree of freedom: 2401 here).
-    assert!(
-        report.iterations <= 3 * bones as u32 + 1 + 2 * 10 + 2,
-        "{report:?}"
-    );
+    // A first simplex (one evaluation per degree of freedom, and one) is beyond such a
+    // budget: the chain keeps the start solve's pose (before, 2401 evaluations here: that
+    // first simplex, then one per degree of freedom returning unfelt ones to reference).
+    assert!(report.reached, "{report:?}");
+    assert!(report.iterations <= 10, "{report:?}");
 }

@@ -430,6 +430,13 @@ impl Solver for TensionMinimizer {
                 max_evaluations: share.max(MIN_GROUP_EVALUATIONS.min(params.max_evaluations)),
                 ..simplex_params
             };
+            // A simplex needs one evaluation per degree of freedom, and one, before its
+            // first move: a group its share cannot pay that for keeps the start solve's
+            // pose (a 400-bone chain with a cap of 10 spent 1201 evaluations there and
+            // moved nothing; 5000 bones took seconds).
+            if dofs.len() as u32 >= group_params.max_evaluations {
+                continue;
+            }
             let mut evaluate = |x: &[f32], reach_weight: f64| {
                 objective(
                     ws,
@@ -455,15 +462,11 @@ impl Solver for TensionMinimizer {
             // Degrees of freedom no goal feels (a hand's twist about the line to its
             // target) keep whatever turn the simplex left them, and from frame to frame
             // (warm starts) that wanders: each goes back to its reference value when that
-            // costs no reach (judged with reach weighed far above tension). Within the
-            // group's evaluation budget: one evaluation per degree of freedom whatever the
-            // budget took a 2000-bone chain to 12001 evaluations with a budget of 10.
+            // costs no reach (judged with reach weighed far above tension): one evaluation
+            // each at most, fewer than the group's share (see above).
             let mut best = evaluate(x, SNAP_REACH_WEIGHT);
             let mut snap_evaluations = 1;
             for (k, dof) in dofs.iter().enumerate() {
-                if snap_evaluations >= group_params.max_evaluations {
-                    break;
-                }
                 if dof.translation {
                     continue;
                 }
