@@ -326,6 +326,23 @@ impl Scratch {
         if !self.by_component {
             return;
         }
+        if goals == 1 {
+            // One goal is one component on its own chain's scale (factor 1): only which
+            // degrees of freedom it claims is needed, as below, without the union-find
+            // over the whole rig (a group of a bake solved apart is one goal, every frame).
+            let prepared = &ws.goals[0];
+            for (dof, component) in self.dofs.iter().zip(&mut self.dof_component) {
+                let claimed = if ws.exclusive || prepared.beyond_reach {
+                    ws.joints(0).contains(&dof.bone)
+                } else {
+                    ws.moving[dof.bone] && rig.subtree(dof.bone).contains(&prepared.goal.bone)
+                };
+                if claimed {
+                    *component = 0;
+                }
+            }
+            return;
+        }
         fn find(leader: &mut [usize], mut g: usize) -> usize {
             while leader[g] != g {
                 leader[g] = leader[leader[g]];
