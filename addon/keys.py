@@ -339,10 +339,7 @@ def replace_keys(
     points.clear()
     points.add(len(order))
     if len(order) == 1:
-        # A lone key: level handles a frame each side (`write_fresh_curves`).
-        frame, value = merged["co"][0]
-        merged["handle_left"] = np.array([[frame - 1.0, value]], np.float32)
-        merged["handle_right"] = np.array([[frame + 1.0, value]], np.float32)
+        merged.update({name: np.stack(pair, axis=1) for name, pair in lone_key_handles(*merged["co"].T).items()})
     for name, (width, _dtype) in KEY_ATTRIBUTES.items():
         if width == 2:
             pairs = merged[name][order]
@@ -360,6 +357,14 @@ def native_smoothing(fcurve: bpy.types.FCurve) -> bool | None:
     if fcurve.extrapolation != "CONSTANT" or len(fcurve.modifiers):
         return None
     return {"NONE": False, "CONT_ACCEL": True}.get(fcurve.auto_smoothing)
+
+
+def lone_key_handles(frames: np.ndarray, values: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Handles for a curve's only key: Blender computes none for one key (they stayed at
+    (0, 0), which a Linear extrapolation turned into a slope), so a frame each side, level,
+    as `keyframe_insert` gives a lone key. Columns (frames, values) per handle."""
+    frames, values = np.asarray(frames, np.float32), np.asarray(values, np.float32)
+    return {"handle_left": (frames - 1.0, values), "handle_right": (frames + 1.0, values)}
 
 
 def write_fresh_curves(
@@ -387,11 +392,7 @@ def write_fresh_curves(
             pairs = {"co": (frames, values)}
             lone = len(frames) == 1
             if lone:
-                # Blender computes no handles for a lone key (they stayed at (0, 0), which a
-                # Linear extrapolation turned into a slope): a frame each side, level, as
-                # `keyframe_insert` gives a lone key.
-                pairs["handle_left"] = (frames - 1.0, values)
-                pairs["handle_right"] = (frames + 1.0, values)
+                pairs.update(lone_key_handles(frames, values))
             elif computed[row]:
                 pairs["handle_left"] = (left[row, :, 0], left[row, :, 1])
                 pairs["handle_right"] = (right[row, :, 0], right[row, :, 1])
