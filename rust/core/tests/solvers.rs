@@ -61,14 +61,15 @@ fn fabrik_dls_reach_every_reachable_target_on_2_to_64_bones() {
 
 #[test]
 fn ccd_and_transpose_reach_the_readmes_rate_at_every_length() {
-    // Not 100%: CCD and the plain transpose crawl near full extension. The README's solver
-    // table states these rates (percent of 200 targets, by chain length); each length must
-    // reach at least its own, so a regression at one length cannot hide in a mean.
+    // Not 100% for CCD: it crawls near full extension (so did the transpose, 94% at two
+    // bones, before its steps were made conjugate). The README's solver table states these
+    // rates (percent of 200 targets, by chain length); each length must reach at least its
+    // own, so a regression at one length cannot hide in a mean.
     for (name, stated) in [
         ("ccd", [84.0, 99.5, 100.0, 100.0, 100.0, 100.0]),
         (
             "jacobian_transpose",
-            [94.0, 100.0, 100.0, 100.0, 100.0, 100.0],
+            [100.0, 100.0, 100.0, 100.0, 100.0, 100.0],
         ),
     ] {
         for (n, percent) in LENGTHS.into_iter().zip(stated) {
@@ -526,8 +527,9 @@ fn rotation_targets() {
             }
         }
         println!("{name}: {reached}/20 position+rotation targets reached");
-        // Two-bone moves only the two joints above the wrist: tested on a limb below.
-        if !matches!(name, "jacobian_transpose" | "ccd" | "two_bone") {
+        // Two-bone moves only the two joints above the wrist: tested on a limb below. (The
+        // transpose reached 2 of 20 before its steps were made conjugate.)
+        if !matches!(name, "ccd" | "two_bone") {
             assert_eq!(reached, 20, "{name}");
         }
     }
@@ -568,6 +570,52 @@ fn rotation_targets() {
             );
         }
     }
+}
+
+/// An arm (upper arm, forearm, hand) given the position and rotation of a pose it can take:
+/// the transpose's plain steepest descent zig-zagged between the position's and the
+/// rotation's pulls (7 of 60 reached, a median of 1562 iterations, some hitting the cap of
+/// 5000); with conjugate directions it reaches nearly all within tens of iterations, and the
+/// rest it stops within a fraction of a millimetre.
+#[test]
+fn transpose_reaches_an_arms_position_and_rotation() {
+    let rig = tendon_core::fixtures::humanoid();
+    let hand = rig.index_of("hand.L").unwrap();
+    let arm = [
+        hand,
+        rig.parent(hand).unwrap(),
+        rig.parent(rig.parent(hand).unwrap()).unwrap(),
+    ];
+    let length = chain_length(&rig, hand) - chain_length(&rig, rig.parent(arm[2]).unwrap());
+    let mut solver = JacobianTranspose::default();
+    let mut r = rng(61);
+    let (mut reached, mut iterations) = (0, Vec::new());
+    for _ in 0..60 {
+        let mut pose = Pose::rest(rig.len());
+        for &bone in &arm {
+            let axis = Vec3::new(r.range(-1.0, 1.0), r.range(-1.0, 1.0), r.range(-1.0, 1.0));
+            pose.rotations[bone] = Quat::from_axis_angle(axis.normalize(), r.range(-0.8, 0.8));
+        }
+        let world = rig.world_matrices(&pose);
+        let rotation = Quat::from_mat3a(&world[hand].matrix3).normalize();
+        let goal = Goal::new(hand, tail(&rig, &pose, hand))
+            .with_chain_length(3)
+            .with_rotation(rotation, 1.0);
+        let (solved, report) = solver.solve(&rig, &Pose::rest(rig.len()), &[goal]).unwrap();
+        assert!(
+            tail(&rig, &solved, hand).distance(goal.target) < 1e-3 * length,
+            "{report:?}"
+        );
+        reached += report.reached as usize;
+        iterations.push(report.iterations);
+    }
+    iterations.sort_unstable();
+    println!(
+        "transpose, arm: {reached}/60 reached, median {} iterations",
+        iterations[30]
+    );
+    assert!(reached >= 48, "{reached}/60 reached");
+    assert!(iterations[30] <= 60, "median {} iterations", iterations[30]);
 }
 
 #[test]

@@ -144,6 +144,14 @@ struct Scratch {
     row: Vec<f64>,
     /// The moving bones' tree, for the weighted step of free joints.
     tree: BoneTree,
+    /// The transpose's conjugate-gradient state: this step's `J^T e`, the last one's, the
+    /// last direction (empty: start afresh) and how many steps it has been bent.
+    gradient: Vec<f64>,
+    last_gradient: Vec<f64>,
+    direction: Vec<f64>,
+    conjugate_steps: usize,
+    /// Whether the last `clamp_step` shortened the step.
+    clamped: bool,
     /// Whether goals are scaled and steps limited per component (damped least squares;
     /// the transpose keeps one scale per goal and one limit, see `Scratch::components`).
     by_component: bool,
@@ -221,6 +229,7 @@ impl Scratch {
         self.saved_euler.resize(rig.len(), [0.0; 3]);
         // Built at the first weighted step, if any (unweighted solves never need it).
         self.tree.ready = false;
+        self.forget_direction();
         self.components(ws, rig);
         self.structure(ws, rig);
     }
@@ -663,33 +672,86 @@ impl Scratch {
         true
     }
 
-    /// Jacobian transpose step `alpha J^T e`, with the step length that is optimal for the
-    /// linearised problem: `alpha = (e . J J^T e) / |J J^T e|^2`.
+    /// Jacobian transpose step along `d = J^T e + beta d_prev` (nonlinear conjugate
+    /// gradients, Polak-Ribiere with restarts: the transpose's own direction `J^T e`, bent
+    /// by the last direction so successive steps stop undoing each other), with the step
+    /// length that is optimal for the linearised problem: `alpha = (e . J d) / |J d|^2`.
+    /// Steepest descent alone zig-zagged where position and rotation rows pull unlike
+    /// amounts: an arm of three bones given a reachable position and rotation reached 7 of
+    /// 60 in 5000 iterations. The direction restarts as `J^T e` after a step that was
+    /// shortened (`forget_direction`), every as many steps as there are degrees of
+    /// freedom, and whenever the bent direction would not descend.
     fn transpose_step(&mut self) -> bool {
-        let m = self.rows;
-        for d in 0..self.dofs.len() {
-            self.step[d] = self
-                .column(d)
+        let (m, n) = (self.rows, self.dofs.len());
+        self.gradient.resize(n, 0.0);
+        for d in 0..n {
+            self.gradient[d] = self.jac[d * m..(d + 1) * m]
                 .iter()
                 .zip(&self.error)
                 .map(|(j, e)| j * e)
                 .sum();
         }
-        self.image.iter_mut().for_each(|v| *v = 0.0);
-        for d in 0..self.dofs.len() {
-            let s = self.step[d];
-            for r in 0..m {
-                self.image[r] += self.jac[d * m + r] * s;
+        let restart = self.direction.len() != n || self.conjugate_steps >= n;
+        let beta = if restart {
+            0.0
+        } else {
+            let previous: f64 = self.last_gradient.iter().map(|g| g * g).sum();
+            let change: f64 = self
+                .gradient
+                .iter()
+                .zip(&self.last_gradient)
+                .map(|(g, p)| g * (g - p))
+                .sum();
+            if previous > 0.0 {
+                (change / previous).max(0.0)
+            } else {
+                0.0
             }
+        };
+        self.direction.resize(n, 0.0);
+        for d in 0..n {
+            self.direction[d] = self.gradient[d] + beta * self.direction[d];
         }
-        let along: f64 = self.image.iter().zip(&self.error).map(|(a, e)| a * e).sum();
+        let mut along = self.project_direction();
+        if beta > 0.0 && along <= 0.0 {
+            // Bent too far to descend: the transpose's own direction.
+            self.direction.copy_from_slice(&self.gradient);
+            along = self.project_direction();
+        }
+        self.conjugate_steps = if beta > 0.0 {
+            self.conjugate_steps + 1
+        } else {
+            1
+        };
+        self.last_gradient.clear();
+        self.last_gradient.extend_from_slice(&self.gradient);
         let norm: f64 = self.image.iter().map(|a| a * a).sum();
         if norm.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
             return false;
         }
         let alpha = along / norm;
-        self.step.iter_mut().for_each(|s| *s *= alpha);
+        for (step, direction) in self.step.iter_mut().zip(&self.direction) {
+            *step = alpha * direction;
+        }
         true
+    }
+
+    /// `J d` of the current direction into `image`; returns `e . J d`.
+    fn project_direction(&mut self) -> f64 {
+        let m = self.rows;
+        self.image.iter_mut().for_each(|v| *v = 0.0);
+        for (d, &s) in self.direction.iter().enumerate() {
+            for r in 0..m {
+                self.image[r] += self.jac[d * m + r] * s;
+            }
+        }
+        self.image.iter().zip(&self.error).map(|(a, e)| a * e).sum()
+    }
+
+    /// The next transpose step starts afresh from `J^T e` (after a step that had to be
+    /// shortened, or a new solve).
+    fn forget_direction(&mut self) {
+        self.direction.clear();
     }
 
     /// Scales the step so no joint turns more than `max_angle`; false if it is not finite.
@@ -732,10 +794,12 @@ impl Scratch {
                 d += 3;
             }
         }
+        self.clamped = false;
         for d in 0..self.dofs.len() {
             let largest = self.component_turn[component(d, dofs)];
             if largest > max_angle as f64 {
                 self.step[d] *= max_angle as f64 / largest;
+                self.clamped = true;
             }
         }
         true
@@ -1312,19 +1376,31 @@ impl SolveOnce for JacobianTranspose {
         self.scratch.prepare(&self.ws, rig);
         let step = |scratch: &mut Scratch, ws: &mut Workspace, rig: &Rig| {
             let before = scratch.linearise(ws, rig);
-            if !(scratch.transpose_step() && scratch.clamp_step(params.max_step_angle)) {
+            if !scratch.transpose_step() {
+                scratch.forget_direction();
                 return;
+            }
+            if !scratch.clamp_step(params.max_step_angle) {
+                scratch.forget_direction();
+                return;
+            }
+            if scratch.clamped {
+                scratch.forget_direction();
             }
             scratch.save(ws);
             let mut scale = 1.0;
             for _ in 0..RETRIES {
                 scratch.apply_step(ws, rig, scale);
                 if ws.evaluate(&params).score < before {
+                    if scale < 1.0 {
+                        scratch.forget_direction();
+                    }
                     return;
                 }
                 scratch.restore(ws, rig);
                 scale *= 0.5;
             }
+            scratch.forget_direction();
         };
         let iterations = self.ws.iterate_full_body(
             rig,
