@@ -65,7 +65,10 @@ def test_every_solver_by_name_with_defaults_from_rust() -> None:
         direction = (goal.target - root) / np.linalg.norm(np.subtract(goal.target, root))
         assert np.dot((far - root) / np.linalg.norm(far - root), direction) > 0.999, name
         capped = tendon.Solver(name, max_iterations=1).solve(rig, [tendon.Goal(1, target)])
-        assert capped.iterations == 1, name
+        # Per pass: a CCD sweep that stops unreached is finished by damped least squares
+        # (from the sweep's pose, then from the start), each pass held to the cap.
+        passes = 3 if name == "ccd" else 1
+        assert 1 <= capped.iterations <= passes, name
     custom = tendon.Solver("jacobian_dls", damping=0.5, max_iterations=3, adaptive=False)
     assert custom.settings["damping"] == 0.5 and custom.settings["max_iterations"] == 3
     assert custom.settings["adaptive"] is False

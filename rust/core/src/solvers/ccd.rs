@@ -5,8 +5,9 @@
 //! to); a limited joint turns about each unlocked Euler axis in its order, each angle solved
 //! in closed form and clamped by the shared limits. Several effectors below a joint are
 //! served together by a weighted best fit. A straight chain is bent by the shared driver.
-//! A sweep that stalls unreached on limited joints is finished by damped least squares
-//! (`finish.rs`).
+//! A sweep that stops unreached is finished by damped least squares from where it stopped
+//! (`finish.rs`): on limited joints a clamp can undo what the next joint needed, and on
+//! any chain CCD crawls near full extension.
 
 use super::apart::{solve_by_groups, SolvesApart};
 use super::driver::{reject, GoalMode, Workspace};
@@ -227,7 +228,7 @@ impl Ccd {
         )?;
         self.ws.keep_bend_sides(rig);
         let report = self.ws.finish(rig, &params, iterations, out);
-        if report.reached || !self.ws.moves_limited_joint(rig) {
+        if report.reached {
             return Ok(report);
         }
         self.finish.apply(rig, start, goals, &params, report, out)
