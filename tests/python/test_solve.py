@@ -316,18 +316,19 @@ def test_solve_frames_with_animated_poses_rotation_targets_and_poles() -> None:
         )
         previous: tendon.Result | None = None
         previous_start = poses[0]
+        carried = np.zeros(len(poses[0]), bool)
         for f in range(frames):
             moved = tendon.Goal("b3", targets[f, 0], chain_length=2, rotation=twists[f, 0], rotation_weight=0.2)
             start = poses[f].copy()
             if warm and previous is not None:
-                # Bones the last frame's solve turned (more than rounding) start from its
-                # solution.
+                # Bones a solve has turned (more than rounding), on the last frame or any
+                # before, start from the last frame's solution.
                 was = previous_start / np.linalg.norm(previous_start, axis=1, keepdims=True)
                 apart = np.minimum(
                     ((previous.rotations - was) ** 2).sum(axis=1), ((previous.rotations + was) ** 2).sum(axis=1)
                 )
-                turned = apart > 1e-12
-                start[turned] = previous.rotations[turned]
+                carried |= apart > 1e-12
+                start[carried] = previous.rotations[carried]
             single = solver.solve(rig, [moved], start)
             np.testing.assert_array_equal(batch.rotations[f], single.rotations)
             # Bones outside the chain keep the frame's animated rotation.

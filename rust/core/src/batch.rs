@@ -4,8 +4,8 @@
 //!
 //! The warm-start policy lives here so every caller bakes alike: with one start pose the
 //! next frame starts from the last answer's rotations; with an animated pose per frame, the
-//! bones the last solve turned start where it left them and every other bone takes the
-//! frame's animated value. Translations always come from the start (or the frame's pose):
+//! bones a solve has turned (on this frame or any before) start where the last solve left
+//! them and every other bone takes the frame's animated value. Translations always come from the start (or the frame's pose):
 //! a root `move_root` moved for the frames that needed it goes back where it was when no
 //! target needs it (it stayed moved on every later frame). The tension minimiser relaxing towards "the pose before the solve" is
 //! given the frame's animated pose for it ([`Solver::solve_near`]).
@@ -137,18 +137,27 @@ pub fn solve_frames<S: Solver + ?Sized>(
     let animated_beside = per_frame && warm && solver.uses_near();
     let mut animated = Pose::rest(if animated_beside { n } else { 0 });
     let mut out = Pose::rest(0);
+    // Per bone, whether it has taken a solve's answer (see the warm start below).
+    let mut carried = vec![false; if per_frame && warm { n } else { 0 }];
     for frame in 0..input.frame_count() {
         input.set_goals(frame, goals);
         if per_frame {
             input.frame_pose(rig, frame, &mut next);
             if warm && frame > 0 {
-                // Bones the last solve turned keep its answer; the rest are animated (so
-                // where the animation already reaches, the bake keeps it). A quaternion the
-                // solve only normalised was not turned: compared exactly, an animated bone
-                // outside the chains took the last frame's value on every other frame.
-                for i in 0..n {
-                    if turned(from.rotations[i], out.rotations[i]) {
+                // Bones a solve has turned keep the last answer from then on; the rest are
+                // animated (so where the animation already reaches, the bake keeps it). A
+                // bone that started from the last answer stays with it even when this
+                // frame's solve left it alone: a target standing still is met at once, and
+                // taking the animated value again on the next frame made every bone of the
+                // chain jump back to a cold solution (a four-bone chain turned 9 to 113
+                // degrees on a frame where nothing moved, depending on the solver). A
+                // quaternion the solve only normalised was not turned: compared exactly, an
+                // animated bone outside the chains took the last frame's value on every
+                // other frame.
+                for (i, carried) in carried.iter_mut().enumerate() {
+                    if *carried || turned(from.rotations[i], out.rotations[i]) {
                         next.rotations[i] = out.rotations[i];
+                        *carried = true;
                     }
                 }
             }

@@ -383,3 +383,74 @@ fn an_animated_bone_outside_the_chains_follows_its_animation_on_every_warm_frame
     )
     .unwrap();
 }
+
+/// A target that moves for ten frames and then stands still, over an animated pose (a rig
+/// at rest, keyed): once a target stands still, a warm solve meets it at once and turns
+/// nothing. The chain kept the last answer only where that frame's solve turned a bone, so
+/// on the next frame it started from the animated pose again and jumped to a cold solution:
+/// 9 to 113 degrees on a frame where nothing moved (found by a helper, in Blender).
+struct StopsAndHolds {
+    from: Vec3,
+    to: Vec3,
+}
+
+impl FrameInput for StopsAndHolds {
+    fn frame_count(&self) -> usize {
+        30
+    }
+    fn set_goals(&self, frame: usize, goals: &mut [Goal]) {
+        goals[0].target = self.from.lerp(self.to, frame.min(9) as f32 / 9.0);
+    }
+    fn has_frame_poses(&self) -> bool {
+        true
+    }
+    fn frame_pose(&self, rig: &Rig, _frame: usize, pose: &mut Pose) {
+        pose.reset(rig.len());
+    }
+}
+
+#[test]
+fn a_warm_chain_holds_still_where_its_target_does() {
+    let rig = tendon_core::fixtures::bent_chain(4, 3);
+    let rest = Pose::rest(4);
+    let tip = rig.head_tail(&rig.world_matrices(&rest)[3], 3).1;
+    let input = StopsAndHolds {
+        from: tip + Vec3::new(0.9, -0.8, 0.6),
+        to: tip + Vec3::new(-0.7, -0.6, 0.9),
+    };
+    for config in SolverConfig::all() {
+        let name = config.name();
+        if name == "two_bone" {
+            continue;
+        }
+        let mut solver = config.build();
+        let mut goals = [Goal::new(3, Vec3::ZERO).with_chain_length(4)];
+        let mut frames = Vec::new();
+        solve_frames(
+            &mut solver,
+            &rig,
+            &rest,
+            &mut goals,
+            &input,
+            true,
+            |_, pose, report| frames.push((pose.clone(), report.reached)),
+        )
+        .unwrap();
+        let mut held = 0;
+        for frame in 10..30 {
+            let ((before, reached), (pose, _)) = (&frames[frame - 1], &frames[frame]);
+            // A frame that reached a target standing still is where the next one stays.
+            if *reached {
+                held += 1;
+                for bone in 0..4 {
+                    let turn = math::angle_between(pose.rotations[bone], before.rotations[bone]);
+                    assert!(
+                        turn < 1e-5,
+                        "{name}: frame {frame}, bone {bone} turned {turn} rad"
+                    );
+                }
+            }
+        }
+        assert!(held >= 19, "{name}: {held} of 20 held frames reached");
+    }
+}

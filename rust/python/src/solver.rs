@@ -436,9 +436,9 @@ impl Solver {
     /// Solves a frame range in one call: `targets` (frames, goals, 3) replaces each goal's
     /// target frame by frame. The start pose is one pose ((n, 4) rotations, (n, 3)
     /// translations and scales) or one per frame ((frames, n, 4) and (frames, n, 3): the
-    /// animated pose). With `warm`, the bones the previous frame's solve turned start from
-    /// that solution (path-dependent, fast) and the others from the frame's pose; otherwise
-    /// every frame starts from its pose. `rotation_targets` (frames, goals, 4) and `poles`
+    /// animated pose). With `warm`, the bones a solve has turned (on the previous frame or
+    /// any before) start from the previous solution (path-dependent, fast) and the others
+    /// from the frame's pose; otherwise every frame starts from its pose. `rotation_targets` (frames, goals, 4) and `poles`
     /// (frames, goals, 3) move the rotation targets and poles of the goals that have them.
     #[pyo3(signature = (rig, goals, targets, rotations = None, translations = None, scales = None, warm = true, *, rotation_targets = None, poles = None))]
     #[allow(clippy::too_many_arguments)]
