@@ -278,6 +278,44 @@ fn limited_chain(n: usize, seed: u64) -> Rig {
     desc.build().unwrap()
 }
 
+/// A bone's twist about its own line cannot move its tail: CCD took the angle of what
+/// rounding leaves of the tail off that line and threw a limited twist to a bound (7 of 10
+/// solves at +-80 degrees; found by a QA helper, flipping between the bounds in a bake).
+#[test]
+fn ccd_leaves_a_twist_that_cannot_move_the_tail_alone() {
+    let mut desc = bent_chain(3, 4).to_desc();
+    for bone in &mut desc.bones {
+        bone.limits = JointLimits {
+            order: EulerOrder::YZX,
+            x: AxisLimit::Range {
+                min: -2.6,
+                max: 2.6,
+            },
+            y: AxisLimit::Range {
+                min: -1.4,
+                max: 1.4,
+            },
+            z: AxisLimit::Range {
+                min: -2.6,
+                max: 2.6,
+            },
+            ..JointLimits::FREE
+        };
+    }
+    let rig = desc.build().unwrap();
+    let mut r = rng(3);
+    let mut solver = Ccd::default();
+    for _ in 0..10 {
+        let truth = tendon_core::fixtures::random_pose_within_limits(&rig, &[0, 1, 2], &mut r, 0.5);
+        let (pose, report) = solver
+            .solve(&rig, &Pose::rest(3), &[Goal::new(2, tail(&rig, &truth, 2))])
+            .unwrap();
+        assert!(report.reached, "{report:?}");
+        let twist = rig.limits(2).angles_within(pose.rotations[2])[1];
+        assert!(twist.abs() < 1e-3, "the tip bone twisted {twist} rad");
+    }
+}
+
 #[test]
 fn every_solver_respects_locks_and_euler_limits() {
     // Half the joints' limit axes rolled about their bones, as human limits on rigs with
