@@ -48,7 +48,10 @@ SOLVER_TEXT = {
         "Jacobian DLS",
         "Damped least squares (the default): smooth, moves as little as needed, handles rotation targets",
     ),
-    "jacobian_transpose": ("Jacobian Transpose", "Gradient steps: simple and slow, for comparison"),
+    "jacobian_transpose": (
+        "Jacobian Transpose",
+        "Gradient steps with conjugate directions: no matrix inverted, slower than DLS on limited joints",
+    ),
     "two_bone": ("Two Bone", "Closed form for limbs: each effector moves the two bones above it"),
     "tension": ("Tension", "Downhill-simplex minimiser of joint tension within limits (natural poses)"),
 }

@@ -217,7 +217,10 @@ class TendonArmatureSettings(PropertyGroup):
         default=0,
         min=0,
         max=100000,
-        description="Most iterations per solve (0: the solver's own default)",
+        description=(
+            "Most iterations per pass of a solve (0: the solver's own default); retries and finishing "
+            "passes each keep to it, and the status counts them all"
+        ),
     )
     tolerance: FloatProperty(
         name="Tolerance",

@@ -1055,8 +1055,13 @@ fn solvers_bend_a_knee_or_elbow_held_straight_on_its_stop() {
             results.push((name, with_arm, missed));
         }
     }
+    // The transpose missed 4 before its directions kept off joints pinned on a bound.
     for (name, with_arm, missed) in results {
-        assert!(missed <= 5, "{name}, arm {with_arm}: {missed}/200 missed");
+        let allowed = if name == "jacobian_transpose" { 2 } else { 0 };
+        assert!(
+            missed <= allowed,
+            "{name}, arm {with_arm}: {missed}/200 missed"
+        );
     }
 }
 
