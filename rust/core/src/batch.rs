@@ -95,6 +95,19 @@ fn chain_bones(rig: &Rig, goals: &[Goal]) -> Vec<usize> {
     bones
 }
 
+/// `answer` turned on by the animation's turn from `before` to `now` (in the bone's own
+/// axes, after its rotation), exactly `answer` when the animation holds still.
+fn with_animation_turn(answer: Quat, before: Quat, now: Quat) -> Quat {
+    if before == now {
+        return answer;
+    }
+    let turned = answer * (before.normalize().conjugate() * now.normalize());
+    match turned.is_finite() && turned.length_squared() > 0.0 {
+        true => turned.normalize(),
+        false => answer,
+    }
+}
+
 /// What changes from frame to frame.
 pub trait FrameInput {
     /// How many frames there are.
@@ -137,29 +150,38 @@ pub fn solve_frames<S: Solver + ?Sized>(
     let animated_beside = per_frame && warm && solver.uses_near();
     let mut animated = Pose::rest(if animated_beside { n } else { 0 });
     let mut out = Pose::rest(0);
-    // Per bone, whether it has taken a solve's answer (see the warm start below).
+    // Per bone, whether it has taken a solve's answer, and the last frame's animated
+    // rotations (see the warm start below).
     let mut carried = vec![false; if per_frame && warm { n } else { 0 }];
+    let mut animated_before = vec![Quat::IDENTITY; carried.len()];
     for frame in 0..input.frame_count() {
         input.set_goals(frame, goals);
         if per_frame {
             input.frame_pose(rig, frame, &mut next);
             if warm && frame > 0 {
-                // Bones a solve has turned keep the last answer from then on; the rest are
-                // animated (so where the animation already reaches, the bake keeps it). A
-                // bone that started from the last answer stays with it even when this
-                // frame's solve left it alone: a target standing still is met at once, and
-                // taking the animated value again on the next frame made every bone of the
-                // chain jump back to a cold solution (a four-bone chain turned 9 to 113
-                // degrees on a frame where nothing moved, depending on the solver). A
-                // quaternion the solve only normalised was not turned: compared exactly, an
-                // animated bone outside the chains took the last frame's value on every
-                // other frame.
+                // Bones a solve has turned start, from then on, from the last answer turned
+                // on by the animation's own turn since the last frame; the rest are
+                // animated (so where the animation already reaches, the bake keeps it).
+                // Kept even when this frame's solve left such a bone alone: a target
+                // standing still is met at once, and taking the animated value again on
+                // the next frame made the chain jump back to a cold solution (9 to 113
+                // degrees on a frame where nothing moved, depending on the solver). Turned
+                // on by the animation, or a motion-capture wrist kept from an early frame
+                // drifted 122 degrees from the clip over the range and snapped back after
+                // it. A quaternion the solve only normalised was not turned: compared
+                // exactly, an animated bone outside the chains took the last frame's value
+                // on every other frame.
                 for (i, carried) in carried.iter_mut().enumerate() {
+                    let animated = next.rotations[i];
                     if *carried || turned(from.rotations[i], out.rotations[i]) {
-                        next.rotations[i] = out.rotations[i];
+                        next.rotations[i] =
+                            with_animation_turn(out.rotations[i], animated_before[i], animated);
                         *carried = true;
                     }
+                    animated_before[i] = animated;
                 }
+            } else if warm {
+                animated_before.copy_from_slice(&next.rotations);
             }
             std::mem::swap(&mut next, &mut from);
         }
