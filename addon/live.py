@@ -141,11 +141,13 @@ def unchanged(last: list[Any] | None, seen: list[Any]) -> bool:
     return last[:2] == seen[:2] and last[3:] == seen[3:] and repr(last[2]) == repr(seen[2])
 
 
-def live_update(scene: bpy.types.Scene, force: Any = None, depsgraph: Any = None) -> None:
+def live_update(scene: bpy.types.Scene, force: Any = None, depsgraph: Any = None, frame_set: bool = False) -> None:
     """Re-solves each live armature of `scene` whose targets moved, or whose pose something
     else changed (in `depsgraph`'s updates: a bone posed by hand). `force`: an armature to
-    solve whatever its signature (live mode just switched on for it). Never raises:
-    problems go to the armature's status line."""
+    solve whatever its signature (live mode just switched on for it). `frame_set`: the
+    scene's frame was just set, which puts every animated armature's channels back to its
+    keys even when the frame is the one it was on. Never raises: problems go to the
+    armature's status line."""
     global _busy
     if _busy:
         return
@@ -166,7 +168,11 @@ def live_update(scene: bpy.types.Scene, force: Any = None, depsgraph: Any = None
                 # rig cache nothing): read them again, now without it.
                 _effectors.pop(key, None)
                 effectors, seen, world = signature(obj, scene)
-            if obj != force and unchanged(_signatures.get(key), seen):
+            # Setting the frame an animated armature is already on still puts its chains back
+            # to their keys (the status kept saying "reached" with the effector 0.8 off;
+            # found by a QA helper).
+            keyed_again = frame_set and animated_frame(obj, scene) is not None
+            if obj != force and not keyed_again and unchanged(_signatures.get(key), seen):
                 # The update that follows a live solve: measure it in the pose Blender shows.
                 pending = _unmeasured.pop(key, None)
                 if pending is not None:
@@ -287,7 +293,7 @@ def posed_armatures(depsgraph: Any) -> frozenset[int]:
 
 @bpy.app.handlers.persistent
 def on_frame_change(scene: bpy.types.Scene, _depsgraph: Any = None) -> None:
-    live_update(scene)
+    live_update(scene, frame_set=True)
 
 
 @bpy.app.handlers.persistent

@@ -392,6 +392,27 @@ def test_live_mode_solves_again_when_the_animation_moves_the_chain() -> None:
         assert (rigs.tail_world(obj, "b3") - target.location).length < 1e-4, (frame, obj.tendon.status)
 
 
+def test_live_mode_solves_again_when_the_frame_it_is_on_is_set_again() -> None:
+    """Setting the frame an animated armature is already on puts its chain's channels back
+    to their keys: live mode saw the same frame and did not solve, and the status said
+    "reached" with the effector 0.8 off (found by a QA helper)."""
+    obj = rigs.chain(4)
+    target = rigs.empty("target", rigs.random_pose_tail(obj, "b3", seed=6))
+    for pose_bone in obj.pose.bones:
+        pose_bone.rotation_mode = "XYZ"
+        for frame, angle in ((1, 0.0), (40, 0.05)):
+            pose_bone.rotation_euler = (angle, 0.0, 0.1)
+            pose_bone.keyframe_insert("rotation_euler", frame=frame)
+    bpy.context.scene.frame_set(10)
+    rigs.add_effector(obj, "b3", target, chain_length=4)
+    obj.tendon.live = True
+    rigs.update()
+    for frame in (11, 11, 11, 12):
+        bpy.context.scene.frame_set(frame)
+        rigs.update()
+        assert (rigs.tail_world(obj, "b3") - target.location).length < 1e-4, (frame, obj.tendon.status)
+
+
 def test_live_mode_hears_an_effector_setting_changed() -> None:
     """Live mode keeps the effectors' settings from update to update and reads them again
     when one is set (the chain shortened, the effector switched off and on), when one is
