@@ -288,6 +288,12 @@ def prepare_action(obj: bpy.types.Object, new_action: bool) -> tuple[bpy.types.A
             old.use_fake_user = True
         else:
             action = bpy.data.actions.new(f"{obj.name}Action")
+            if any(not track.mute for track in anim.nla_tracks):
+                # Animated by NLA strips alone: the new action holds the baked range's keys
+                # only, and held past its ends (Blender's default) it replaced the strips on
+                # every frame outside the range (found by a QA helper). Past its range it
+                # now leaves them playing.
+                anim.action_extrapolation = "NOTHING"
         # Baked again from a baked action: "Walk.tendon.001", not "Walk.tendon.tendon".
         base = re.sub(r"(\.tendon(\.\d+)?)+$", "", old.name) if old else obj.name
         action.name = f"{base}.tendon"

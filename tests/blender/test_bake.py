@@ -105,6 +105,41 @@ def test_keys_land_on_each_frame_with_the_solved_values(start_from: str) -> None
         assert (rigs.tail_world(obj, "b3") - target.matrix_world.translation).length < 1e-4, frame
 
 
+@pytest.mark.parametrize("destination", ["NEW_ACTION", "REPLACE"])
+def test_a_bake_over_nla_strips_leaves_them_playing_outside_the_range(destination: str) -> None:
+    """The chain animated by an NLA strip alone, baked over frames 5-35: outside them the
+    strip still plays (the new action, held past its ends, replaced it on every frame:
+    39-47 degrees off; found by a QA helper), and inside them the keys reach."""
+    scene = bpy.context.scene
+    obj, target = animated_chain()
+    for pose_bone in obj.pose.bones:
+        pose_bone.rotation_mode = "XYZ"
+    for frame in (1, 20, 40):
+        for i, pose_bone in enumerate(obj.pose.bones):
+            pose_bone.rotation_euler = (0.3 * math.sin(frame / 7 + i), 0.0, 0.3 * frame / 40)
+            pose_bone.keyframe_insert("rotation_euler", frame=frame)
+    strip_action = obj.animation_data.action
+    obj.animation_data.nla_tracks.new().strips.new("walk", 1, strip_action)
+    obj.animation_data.action = None
+    outside = [*range(1, 5), *range(36, 41)]
+
+    def played() -> np.ndarray:
+        frames = []
+        for frame in outside:
+            scene.frame_set(frame)
+            frames.append([list(b.matrix_basis.to_quaternion()) for b in obj.pose.bones])
+        return np.array(frames)
+
+    before = played()
+    assert bpy.ops.tendon.bake(frame_start=5, frame_end=35, destination=destination) == {"FINISHED"}
+    assert "reached on 31 frame(s)" in obj.tendon.status, obj.tendon.status
+    after = played()
+    assert np.abs(np.abs((before * after).sum(axis=2)) - 1.0).max() < 1e-6
+    for frame in (5, 20, 35):
+        scene.frame_set(frame)
+        assert (rigs.tail_world(obj, "b3") - target.matrix_world.translation).length < 1e-4, frame
+
+
 @pytest.mark.parametrize("solver", ["JACOBIAN_DLS", "FABRIK", "CCD"])
 def test_a_chain_whose_target_stands_still_keeps_still_in_the_keys(solver: str) -> None:
     """An armature with an action (its chain keyed at rest), baked from the previous frame:
