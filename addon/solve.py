@@ -743,6 +743,12 @@ def set_reference(solver: Any, obj: bpy.types.Object, entry: RigEntry, current: 
     action = settings.reference_action
     if action is None:
         raise TendonUserError(f"Armature '{obj.name}': relaxing towards a stored pose needs a reference action")
+    if not math.isfinite(settings.reference_frame):
+        # Evaluated there, the action's curves gave some pose without a word (a QA helper).
+        raise TendonUserError(
+            f"Armature '{obj.name}': its reference frame is {settings.reference_frame}: give the frame of "
+            f"'{action.name}' to relax towards as a number"
+        )
     reference = np.array(current, np.float32)
     keyed = action_rotations(obj, entry, action, settings.reference_frame)
     if not keyed:

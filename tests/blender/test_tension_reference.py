@@ -137,3 +137,8 @@ def test_stored_pose_refusals_name_what_is_missing(metarig: real_rigs.RealRig) -
     assert not outcome.finished, outcome.message
     assert f"keys bone 'upper_arm.L' in rotation_euler, but the bone is in {mode} mode" in outcome.message
     assert np.array_equal(real_rigs.basis_matrices(obj), before)
+    # A frame that is not a number (the curves evaluated there gave some pose silently).
+    obj.tendon.reference_frame = math.nan
+    outcome = real_rigs.solve()
+    assert not outcome.finished and "its reference frame is nan" in outcome.message, outcome.message
+    assert np.array_equal(real_rigs.basis_matrices(obj), before)
