@@ -318,6 +318,25 @@ def goal_targets(
     )
 
 
+#: Farthest a target or pole may lie from the armature's origin: distances to it stay finite
+#: in single precision. Blender keeps a location typed as infinity as the largest float
+#: (3.4e38), whose distance to the chain overflowed ("largest error inf"; a QA helper).
+MAX_TARGET_DISTANCE = 1e18
+
+
+def native_goal(s: Sighted, targets: space.Targets, k: int) -> Any:
+    """Goal `k`'s native Goal; a target or pole too far to measure is refused by name."""
+    arguments = goal_arguments(s, targets, k)
+    for what, point in (("target", targets.points[0, k]), ("pole target", arguments.get("pole"))):
+        if point is not None and np.isfinite(point).all() and np.abs(point).max() > MAX_TARGET_DISTANCE:
+            where = ", ".join(f"{value:.3g}" for value in point)
+            raise TendonUserError(
+                f"{s.label}: its {what} lies at ({where}) in the armature's space, too far to measure "
+                f"(at most {MAX_TARGET_DISTANCE:g})"
+            )
+    return native.native().Goal(s.settings.bone, targets.points[0, k], **arguments)
+
+
 def goal_arguments(s: Sighted, targets: space.Targets, k: int) -> dict[str, Any]:
     """The keyword arguments of goal `k`'s native Goal, but its target point."""
     effector = s.settings
@@ -371,9 +390,12 @@ def build_goals(
         s = plan.sighted[k]
         effector = s.settings
         try:
-            goal = tendon.Goal(effector.bone, targets.points[0, row], **goal_arguments(s, targets, row))
+            goal = native_goal(s, targets, row)
         except tendon.TendonError as error:
             found.warnings.append(f"{s.label}: {error}; skipped")
+            continue
+        except TendonUserError as problem:
+            found.warnings.append(f"{problem}; skipped")
             continue
         kept.append(k)
         rows.append(row)
@@ -1119,16 +1141,16 @@ class Shortcut:
             else:
                 targets = goal_targets(obj, self.sighted, world)
                 points = targets.points[0].ravel().tolist()
+            if max(map(abs, points), default=0.0) > MAX_TARGET_DISTANCE:
+                # A target too far to measure: the prepared path names it.
+                return None
             evaluated = buffers.matrices(pose_bones, "matrix")
             solver = solver_for(settings)
             plan = self.native_plan
             if plan is None:
                 if targets is None:
                     targets = goal_targets(obj, self.sighted, world)
-                goals = [
-                    tendon.Goal(s.settings.bone, targets.points[0, k], **goal_arguments(s, targets, k))
-                    for k, s in enumerate(self.sighted)
-                ]
+                goals = [native_goal(s, targets, k) for k, s in enumerate(self.sighted)]
                 plan = self.native_plan = tendon.PosePlan(
                     entry.rig,
                     goals,
@@ -1210,10 +1232,7 @@ class Shortcut:
         tendon = native.native()
         try:
             targets = goal_targets(obj, self.sighted)
-            goals = [
-                tendon.Goal(s.settings.bone, targets.points[0, k], **goal_arguments(s, targets, k))
-                for k, s in enumerate(self.sighted)
-            ]
+            goals = [native_goal(s, targets, k) for k, s in enumerate(self.sighted)]
             basis = pose.read_matrices(obj, entry, "matrix_basis")
             evaluated = pose.read_matrices(obj, entry, "matrix")
         except (tendon.TendonError, TendonUserError, pose.StaleRig):

@@ -116,7 +116,6 @@ impl Goal {
     pub fn checked(&self, what: impl Fn(&str) -> String) -> Result<Goal> {
         let mut goal = *self;
         ensure_finite(&goal.target.to_array(), || what("target"))?;
-        ensure_measurable(goal.target, || what("target"))?;
         ensure_finite(&[goal.weight], || what("weight"))?;
         ensure_finite(&[goal.rotation_weight], || what("rotation weight"))?;
         for (field, value) in [
@@ -135,7 +134,6 @@ impl Goal {
         }
         if let Some(pole) = goal.pole {
             ensure_finite(&pole.to_array(), || what("pole"))?;
-            ensure_measurable(pole, || what("pole"))?;
         }
         if let Some(rotation) = goal.rotation {
             ensure_finite(&rotation.to_array(), || what("rotation"))?;
@@ -149,22 +147,4 @@ impl Goal {
         }
         Ok(goal)
     }
-}
-
-/// Farthest a target or pole may lie from the origin: distances to it stay finite in single
-/// precision (Blender stores a location typed as infinity as the largest float, 3.4e38, whose
-/// distance to anything overflowed: the status said "largest error inf").
-pub const MAX_COORDINATE: f32 = 1e18;
-
-fn ensure_measurable(point: Vec3, what: impl Fn() -> String) -> Result<()> {
-    if point.abs().max_element() > MAX_COORDINATE {
-        return Err(TendonError::InvalidValue {
-            what: what(),
-            reason: format!(
-                "({}, {}, {}) is too far to measure: at most {MAX_COORDINATE:e} from the origin",
-                point.x, point.y, point.z
-            ),
-        });
-    }
-    Ok(())
 }

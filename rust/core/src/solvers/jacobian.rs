@@ -1041,6 +1041,11 @@ trait SolveOnce {
     /// Whether the next solves keep the bends recorded by the last (retries).
     fn freeze_bends(&mut self, frozen: bool);
 
+    /// Whether the next solves start with the goals' poles aimed already
+    /// ([`Workspace::poles_aimed`]), and whether they do now.
+    fn keep_poles_aimed(&mut self, aimed: bool);
+    fn poles_aimed(&self) -> bool;
+
     /// One solve from `start`.
     fn solve_once(
         &mut self,
@@ -1109,13 +1114,18 @@ fn solve_unpinning<S: SolveOnce>(
     unpin.stalled.copy_from(out);
     unpin.best.copy_from(out);
     let mut closest = Closest::new(report);
-    // Retries keep the bends of the caller's start (see `Workspace::keep_bend_sides`).
+    // Retries keep the bends of the caller's start (see `Workspace::keep_bend_sides`), and
+    // those from the stalled pose its poles' aim; from the joints' neutral they aim again.
     solver.freeze_bends(true);
+    let aimed = solver.poles_aimed();
     for retry in RETRIES_FROM_STALL {
         if !unpin.prepare(rig, retry) {
             continue;
         }
-        let again = match solver.solve_once(rig, &unpin.start, goals, out) {
+        solver.keep_poles_aimed(aimed || matches!(retry, Retry::Unpin(_)));
+        let solved = solver.solve_once(rig, &unpin.start, goals, out);
+        solver.keep_poles_aimed(aimed);
+        let again = match solved {
             Ok(again) => again,
             Err(error) => {
                 // Keep the sized memory for the next solve.
@@ -1179,6 +1189,14 @@ impl Unpin {
             }
         }
         moved
+    }
+}
+
+impl JacobianDls {
+    /// Whether the next solves start with the goals' poles aimed already (a finish from a
+    /// sweep that aimed them).
+    pub(crate) fn keep_poles_aimed_from_start(&mut self, aimed: bool) {
+        self.ws.poles_aimed = aimed;
     }
 }
 
@@ -1251,6 +1269,14 @@ impl SolvesApart for JacobianDls {
 impl SolveOnce for JacobianDls {
     fn freeze_bends(&mut self, frozen: bool) {
         self.ws.bends_frozen = frozen;
+    }
+
+    fn keep_poles_aimed(&mut self, aimed: bool) {
+        self.ws.poles_aimed = aimed;
+    }
+
+    fn poles_aimed(&self) -> bool {
+        self.ws.poles_aimed
     }
 
     fn parts(&mut self) -> (&Workspace, &IterationParams, &mut Unpin) {
@@ -1389,6 +1415,14 @@ impl Solver for JacobianTranspose {
 impl SolveOnce for JacobianTranspose {
     fn freeze_bends(&mut self, frozen: bool) {
         self.ws.bends_frozen = frozen;
+    }
+
+    fn keep_poles_aimed(&mut self, aimed: bool) {
+        self.ws.poles_aimed = aimed;
+    }
+
+    fn poles_aimed(&self) -> bool {
+        self.ws.poles_aimed
     }
 
     fn parts(&mut self) -> (&Workspace, &IterationParams, &mut Unpin) {

@@ -348,8 +348,13 @@ impl Solver for TensionMinimizer {
             return Ok(report);
         }
         let from = if first.is_some() { &self.first } else { start };
-        self.ws
-            .prepare(rig, from, goals, GoalMode::Full, &params.iteration)?;
+        // The start solve aimed the poles already (see `Workspace::poles_aimed`).
+        self.ws.poles_aimed = first.is_some();
+        let prepared = self
+            .ws
+            .prepare(rig, from, goals, GoalMode::Full, &params.iteration);
+        self.ws.poles_aimed = false;
+        prepared?;
         self.collect_dofs(rig);
         let reference = match params.reference {
             TensionReference::Rest => None,
@@ -503,7 +508,9 @@ impl Solver for TensionMinimizer {
             // The start solve reached (else it was returned above): the polish must not
             // trade the full body's priorities for reach it can fall back on.
             self.dls.allow_second_phase(false);
+            self.dls.keep_poles_aimed_from_start(true);
             let polished = self.dls.solve_into(rig, &self.relaxed, goals, out);
+            self.dls.keep_poles_aimed_from_start(false);
             self.dls.allow_second_phase(true);
             let polished = polished?;
             if !polished.reached {

@@ -93,7 +93,9 @@ impl Workspace {
         }
         self.find_carriers(rig, params.move_root);
         self.clamp_joints_into_limits(rig);
-        self.aim_blender_poles(rig);
+        if !self.poles_aimed {
+            self.aim_blender_poles(rig);
+        }
         Ok(())
     }
 

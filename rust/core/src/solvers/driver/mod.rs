@@ -156,6 +156,12 @@ pub(crate) struct Workspace {
     /// Set by [`Apart`](crate::solvers::Apart) for the next [`Workspace::prepare`] only:
     /// its start is an earlier solve's answer (of the same rig), already validated.
     pub(crate) trusted_start: bool,
+    /// Whether [`Workspace::prepare`] leaves the goals' Blender-style poles as the start has
+    /// them: the start goes on from a solve that aimed them already (a tension minimiser
+    /// relaxing a start solve's answer, a finish or a retry from a stalled pose). Aimed
+    /// again there, the turn about the root-to-target line was measured on an already bent,
+    /// turned chain, and the knee's plane left Blender's by up to 5.7 degrees.
+    pub(crate) poles_aimed: bool,
 }
 
 impl Default for Workspace {
@@ -191,6 +197,7 @@ impl Default for Workspace {
             bends_frozen: false,
             bend_points: Vec::new(),
             trusted_start: false,
+            poles_aimed: false,
         }
     }
 }
