@@ -895,8 +895,8 @@ def two_bone_notes(obj: bpy.types.Object) -> list[str]:
     if obj.tendon.solver != "TWO_BONE":
         return []
     return [
-        f"the two-bone solver moves only the two joints above '{e.bone}' (chain {e.chain_length or 'to the root'}): "
-        "for longer chains use damped least squares"
+        f"the two-bone solver moves only the two joints above '{e.bone}' (chain {e.chain_length or 'to the root'}; "
+        "a bone locked on every axis is no joint): for longer chains use damped least squares"
         for e in obj.tendon.effectors
         if e.enabled and e.bone and e.chain_length != 2
     ][:1]
