@@ -1141,8 +1141,11 @@ class Shortcut:
             else:
                 targets = goal_targets(obj, self.sighted, world)
                 points = targets.points[0].ravel().tolist()
-            if max(map(abs, points), default=0.0) > MAX_TARGET_DISTANCE:
-                # A target too far to measure: the prepared path names it.
+            far = max(map(abs, points), default=0.0) > MAX_TARGET_DISTANCE
+            if far or (
+                targets is not None and targets.poles is not None and np.abs(targets.poles).max() > MAX_TARGET_DISTANCE
+            ):
+                # A target or pole too far to measure: the prepared path names it.
                 return None
             evaluated = buffers.matrices(pose_bones, "matrix")
             solver = solver_for(settings)

@@ -955,6 +955,26 @@ def test_a_bone_outside_the_chains_that_is_not_a_number_blocks_nothing() -> None
     assert keys_module().find_fcurve(obj, 'pose.bones["hand.R"].rotation_quaternion', 0) is not None
 
 
+def test_a_target_keyed_too_far_refuses_the_bake_naming_it() -> None:
+    """A target keyed at the largest float (a location typed as infinity) on one frame: no
+    distance to it is finite (the bake said "largest error inf"; a review), so the bake
+    is refused, naming the effector and the frame, and nothing is written."""
+    rig = human()
+    obj = rig.obj
+    target = obj.tendon.effectors[0].target
+    for frame in (1, 11, 21):
+        target.keyframe_insert("location", frame=frame)
+    fcurve = keys_module().find_fcurve(target, "location", 0)
+    fcurve.keyframe_points[1].co = (11.0, 3.4e38)
+    before, actions = action_keys(obj), {action.name for action in bpy.data.actions}
+    pressed = press(bpy.ops.tendon.bake, frame_start=1, frame_end=21)
+    assert pressed.result == "CANCELLED"
+    assert "effector 1 ('hand.L'): its target lies at" in pressed.message, pressed.message
+    # The first frame at fault: the curve's interpolation is already that far at frame 2.
+    assert "at frame 2, too far to measure" in pressed.message, pressed.message
+    assert_same_action(obj, before, actions)
+
+
 def test_a_target_key_that_is_not_a_number_refuses_the_bake_naming_it() -> None:
     rig = human()
     obj = rig.obj

@@ -146,6 +146,8 @@ struct Limbs {
     /// Per goal, the centre of its target's circle and the circle's radius.
     centres: Vec<(Vec3, f32)>,
     spine: usize,
+    /// A chain bone the animation turns too (the warm start turns carried bones on with it).
+    forearm: usize,
     /// A frame whose first target is not a number (none: every frame is fine).
     broken: Option<usize>,
 }
@@ -169,6 +171,7 @@ impl FrameInput for Limbs {
     fn frame_pose(&self, rig: &Rig, frame: usize, pose: &mut Pose) {
         pose.reset(rig.len());
         pose.rotations[self.spine] = Quat::from_rotation_x(0.01 * frame as f32);
+        pose.rotations[self.forearm] = Quat::from_rotation_y(0.05 * frame as f32);
     }
 }
 
@@ -200,6 +203,7 @@ fn limbs(rig: &Rig) -> (Vec<Goal>, Limbs) {
     let input = Limbs {
         centres,
         spine,
+        forearm: rig.index_of("forearm.L").unwrap(),
         broken: None,
     };
     (goals, input)

@@ -140,10 +140,11 @@ impl Scratch {
                     scale += w * point.length() * target.length();
                 }
                 // No lever about this axis: the points lie on it (a bone's twist, its tail
-                // on its own line), and the angle of what rounding leaves off the axis is
-                // noise. Taken, it threw a limited twist to a bound on most solves (7 of
-                // 10: +-80 degrees, flipping between the bounds frame by frame in a bake).
-                if sin_sum.hypot(cos_sum) <= 1e-4 * scale || (sin_sum == 0.0 && cos_sum <= 0.0) {
+                // on its own line), and the angle of what rounding (about 1e-7 of the
+                // distances) leaves off the axis is noise. Taken, it threw a limited twist
+                // to a bound on most solves (7 of 10: +-80 degrees, flipping between the
+                // bounds frame by frame in a bake).
+                if sin_sum.hypot(cos_sum) <= 1e-6 * scale {
                     continue;
                 }
                 let step = sin_sum.atan2(cos_sum).clamp(-max_step, max_step);

@@ -1122,7 +1122,7 @@ fn solve_unpinning<S: SolveOnce>(
         if !unpin.prepare(rig, retry) {
             continue;
         }
-        solver.keep_poles_aimed(aimed || matches!(retry, Retry::Unpin(_)));
+        solver.keep_poles_aimed(matches!(retry, Retry::Unpin(_)));
         let solved = solver.solve_once(rig, &unpin.start, goals, out);
         solver.keep_poles_aimed(aimed);
         let again = match solved {
