@@ -625,17 +625,7 @@ def test_a_rotation_target_is_pursued_when_the_position_is_already_met() -> None
     fk = rig.forward_kinematics(rest)
     current = tendon.matrices_to_transforms(fk[2:3].astype(np.float32))[0][0]
     twist = np.array([np.cos(np.pi / 12), 0.0, np.sin(np.pi / 12), 0.0], np.float32)
-    w1, x1, y1, z1 = current
-    w2, x2, y2, z2 = twist
-    turned = np.array(
-        [
-            w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
-            w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
-            w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
-            w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2,
-        ],
-        np.float32,
-    )
+    turned = quaternion_product(np.asarray(current, np.float32)[None], twist[None])[0]
     goal = tendon.Goal(2, here, rotation=turned)
     for name in ("ccd", "jacobian_transpose", "jacobian_dls", "tension", "fabrik"):
         result = tendon.Solver(name).solve(rig, [goal], rest)
