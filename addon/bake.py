@@ -22,7 +22,6 @@ from .live import live_suspended
 from .native import TendonUserError
 from .rig import RigEntry
 from .solve import (
-    MAX_TARGET_DISTANCE,
     UNCHANGED,
     apply_scales,
     armature_problem,
@@ -31,12 +30,14 @@ from .solve import (
     current_goals,
     drop_unsolvable,
     effector_label,
+    first_too_far,
     inherited_scale,
     non_uniform_scales,
     rest_position_problem,
     scale_targets,
     set_reference,
     solver_for,
+    too_far,
     world_scale,
 )
 
@@ -332,17 +333,15 @@ class Baker:
         targets = space.armature_targets(
             self.to_armature, self.target_points, self.target_turns, self.pole_points if self.uses_pole else None
         )
-        for what, points in (("target", targets.points), ("pole target", targets.poles)):
-            far = None if points is None else np.argwhere(np.abs(points).max(axis=2) > MAX_TARGET_DISTANCE)
-            if far is not None and len(far):
-                # As a single solve refuses it (`solve.native_goal`): no distance to it is finite.
-                t, k = far[0]
-                where = ", ".join(f"{value:.3g}" for value in points[t, k])
-                label = effector_label(self.found.effectors[k], self.effectors[k].bone)
-                raise TendonUserError(
-                    f"Armature '{self.obj.name}': {label}: its {what} lies at ({where}) in the armature's space "
-                    f"at frame {self.frames[t]:g}, too far to measure (at most {MAX_TARGET_DISTANCE:g}); nothing baked"
-                )
+        far = first_too_far(targets)
+        if far is not None:
+            # As a single solve refuses it (`solve.native_goal`): no distance to it is finite.
+            what, t, k = far
+            label = effector_label(self.found.effectors[k], self.effectors[k].bone)
+            point = (targets.points if what == "target" else targets.poles)[t, k]
+            raise TendonUserError(
+                f"Armature '{self.obj.name}': {too_far(label, what, point)}, at frame {self.frames[t]:g}; nothing baked"
+            )
         extra: dict[str, Any] = {}
         if self.uses_rotation:
             extra["rotation_targets"] = targets.rotations

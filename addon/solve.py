@@ -324,17 +324,37 @@ def goal_targets(
 MAX_TARGET_DISTANCE = 1e18
 
 
+def first_too_far(targets: space.Targets, goal: int | None = None) -> tuple[str, int, int] | None:
+    """The first target or pole (of goal `goal` only, if given) too far to measure, as
+    (what, frame index, goal index), or None."""
+    for what, points in (("target", targets.points), ("pole target", targets.poles)):
+        if points is None:
+            continue
+        # NaN compares false: not finite is another refusal's.
+        far = np.argwhere(
+            np.abs(points if goal is None else points[:, goal : goal + 1]).max(axis=2) > MAX_TARGET_DISTANCE
+        )
+        if len(far):
+            return what, int(far[0][0]), goal if goal is not None else int(far[0][1])
+    return None
+
+
+def too_far(label: str, what: str, point: np.ndarray) -> str:
+    """Why the effector `label`'s `what` at `point` (armature space) is refused."""
+    where = ", ".join(f"{value:.3g}" for value in point)
+    return (
+        f"{label}: its {what} lies at ({where}) in the armature's space, "
+        f"too far to measure (at most {MAX_TARGET_DISTANCE:g})"
+    )
+
+
 def native_goal(s: Sighted, targets: space.Targets, k: int) -> Any:
     """Goal `k`'s native Goal; a target or pole too far to measure is refused by name."""
-    arguments = goal_arguments(s, targets, k)
-    for what, point in (("target", targets.points[0, k]), ("pole target", arguments.get("pole"))):
-        if point is not None and np.isfinite(point).all() and np.abs(point).max() > MAX_TARGET_DISTANCE:
-            where = ", ".join(f"{value:.3g}" for value in point)
-            raise TendonUserError(
-                f"{s.label}: its {what} lies at ({where}) in the armature's space, too far to measure "
-                f"(at most {MAX_TARGET_DISTANCE:g})"
-            )
-    return native.native().Goal(s.settings.bone, targets.points[0, k], **arguments)
+    far = first_too_far(targets, k)
+    if far is not None:
+        what, t, _ = far
+        raise TendonUserError(too_far(s.label, what, (targets.points if what == "target" else targets.poles)[t, k]))
+    return native.native().Goal(s.settings.bone, targets.points[0, k], **goal_arguments(s, targets, k))
 
 
 def goal_arguments(s: Sighted, targets: space.Targets, k: int) -> dict[str, Any]:
@@ -1142,9 +1162,7 @@ class Shortcut:
                 targets = goal_targets(obj, self.sighted, world)
                 points = targets.points[0].ravel().tolist()
             far = max(map(abs, points), default=0.0) > MAX_TARGET_DISTANCE
-            if far or (
-                targets is not None and targets.poles is not None and np.abs(targets.poles).max() > MAX_TARGET_DISTANCE
-            ):
+            if far or (targets is not None and first_too_far(targets) is not None):
                 # A target or pole too far to measure: the prepared path names it.
                 return None
             evaluated = buffers.matrices(pose_bones, "matrix")

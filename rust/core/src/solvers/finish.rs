@@ -72,10 +72,9 @@ impl FinishWithinLimits {
             // human limits, tuning clips: 18.5 against 20.3 deg from the actor's, limbs, cold).
             self.dls.allow_unpin(!std::ptr::eq(from, &self.swept));
             // The sweep aimed the poles from the start; from the start they are aimed anew.
-            self.dls
-                .keep_poles_aimed_from_start(std::ptr::eq(from, &self.swept));
+            self.dls.start_poles_aimed(std::ptr::eq(from, &self.swept));
             let finished = self.dls.solve_into(rig, from, goals, out);
-            self.dls.keep_poles_aimed_from_start(false);
+            self.dls.start_poles_aimed(false);
             let finished = finished?;
             if closest.offer(finished) {
                 self.best.copy_from(out);

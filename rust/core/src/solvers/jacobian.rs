@@ -1193,14 +1193,6 @@ impl Unpin {
 }
 
 impl JacobianDls {
-    /// Whether the next solves start with the goals' poles aimed already (a finish from a
-    /// sweep that aimed them).
-    pub(crate) fn keep_poles_aimed_from_start(&mut self, aimed: bool) {
-        self.ws.poles_aimed = aimed;
-    }
-}
-
-impl JacobianDls {
     /// A solver with these settings.
     pub fn new(params: JacobianDlsParams) -> Self {
         JacobianDls {
@@ -1230,6 +1222,13 @@ impl JacobianDls {
     /// the paths their own tuning was measured on).
     pub(crate) fn allow_scaled_start(&mut self, allow: bool) {
         self.plain_start = !allow;
+    }
+
+    /// Whether the next solves start from a pose whose poles a solve aimed already (a
+    /// finish from a sweep's pose, the tension minimiser's polish), see
+    /// [`Workspace::poles_aimed`].
+    pub(crate) fn start_poles_aimed(&mut self, aimed: bool) {
+        self.ws.poles_aimed = aimed;
     }
 }
 

@@ -508,9 +508,9 @@ impl Solver for TensionMinimizer {
             // The start solve reached (else it was returned above): the polish must not
             // trade the full body's priorities for reach it can fall back on.
             self.dls.allow_second_phase(false);
-            self.dls.keep_poles_aimed_from_start(true);
+            self.dls.start_poles_aimed(true);
             let polished = self.dls.solve_into(rig, &self.relaxed, goals, out);
-            self.dls.keep_poles_aimed_from_start(false);
+            self.dls.start_poles_aimed(false);
             self.dls.allow_second_phase(true);
             let polished = polished?;
             if !polished.reached {

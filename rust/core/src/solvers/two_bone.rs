@@ -241,23 +241,7 @@ fn solve_goal(ws: &mut Workspace, rig: &Rig, g: usize) {
     );
     ws.rotate_bone(rig, upper, limb.upper);
     // The lower joint's frame, through any held bones between the two.
-    let mut path = [usize::MAX; 8];
-    let (mut count, mut bone) = (0, lower);
-    while bone != upper && count < path.len() {
-        path[count] = bone;
-        count += 1;
-        match rig.parent(bone) {
-            Some(p) => bone = p,
-            None => break,
-        }
-    }
-    if bone == upper {
-        for &b in path[..count].iter().rev() {
-            ws.update_bone(rig, b);
-        }
-    } else {
-        refresh_subtree(ws, rig, upper);
-    }
+    ws.refresh_path(rig, lower);
     // Measured again after the upper turn, so limits or scale on the upper bone are
     // honoured rather than assumed away.
     let (knee, foot) = (ws.head(lower), ws.point(g));
