@@ -74,8 +74,15 @@ impl Ccd {
 impl Scratch {
     fn build(&mut self, ws: &Workspace, rig: &Rig) {
         self.pairs.clear();
+        // Knuckles turn with their parents (`Workspace::find_knuckles`).
+        let knuckles = &ws.knuckles;
         for g in 0..ws.goals.len() {
-            self.pairs.extend(ws.joints(g).iter().map(|&j| (j, g)));
+            self.pairs.extend(
+                ws.joints(g)
+                    .iter()
+                    .filter(|&&j| !knuckles[j])
+                    .map(|&j| (j, g)),
+            );
             // The bones above the chain that carry it (other goals' joints) serve it too.
             let mut carrier = ws.goals[g].carrier;
             while let Some(j) = carrier {

@@ -147,6 +147,17 @@ impl Scratch {
                 });
             }
         }
+        // A knuckle's handles ride on its parent, which aims them; nothing aims its head.
+        let knuckles = &ws.knuckles;
+        for h in &mut self.handles {
+            while let Some(parent) = rig.parent(h.owner).filter(|_| knuckles[h.owner]) {
+                let point = ws.world[h.owner].transform_point3(h.local);
+                h.local = ws.world[parent].inverse().transform_point3(point);
+                h.owner = parent;
+            }
+        }
+        self.handles
+            .retain(|h| !matches!(h.kind, HandleKind::Child(c) if knuckles[c]));
         // Group by owner; a child shared by several goals becomes one handle.
         self.handles.sort_unstable_by_key(|h| (h.owner, h.kind));
         self.handles.dedup_by(|later, kept| {
@@ -237,7 +248,7 @@ impl Scratch {
                 )
             };
             let handles = &self.handles[joint.start..joint.end];
-            if let Some(delta) = self.end_pair(ws, joint) {
+            if let Some(delta) = self.end_pair(ws, rig, joint) {
                 ws.rotate_bone(rig, i, clamp_angle(delta, max_step));
                 continue;
             }
@@ -259,7 +270,7 @@ impl Scratch {
     /// meet, on the side of its backward-pass position (the FABRIK paper's sphere
     /// intersection); the child then reaches the target exactly. Plain FABRIK crawls when
     /// targets lie near full extension; this pair converges at once.
-    fn end_pair(&self, ws: &Workspace, joint: &Joint) -> Option<glam::Quat> {
+    fn end_pair(&self, ws: &Workspace, rig: &Rig, joint: &Joint) -> Option<glam::Quat> {
         let [upper_handle] = &self.handles[joint.start..joint.end] else {
             return None;
         };
@@ -277,6 +288,10 @@ impl Scratch {
             return None;
         }
         let upper = joint.bone;
+        // Across a knuckle the pair is no longer parent and child: the plain step serves.
+        if rig.parent(lower) != Some(upper) {
+            return None;
+        }
         let head = ws.head(upper);
         let lower_world = ws.world[upper] * ws.local_matrix(lower);
         let knee = Vec3::from(lower_world.translation);
@@ -337,7 +352,9 @@ impl Scratch {
             }
             self.points.clear();
             for &j in ws.joints(g).iter().rev() {
-                self.points.push(ws.head(j));
+                if !ws.knuckles[j] {
+                    self.points.push(ws.head(j));
+                }
             }
             self.points.push(ws.point(g));
             self.segments.clear();
@@ -351,10 +368,31 @@ impl Scratch {
                 params.max_iterations,
             );
             most = most.max(iterations);
-            ws.turn_chain_onto_points(rig, g, &self.points);
+            self.turn_onto_points(ws, rig, g);
         }
         ws.forward_kinematics(rig);
         most
+    }
+
+    /// Turns goal `g`'s joints, top first, so each one's handle points at its place in
+    /// `points`: one smallest rotation per joint, so twist is kept; knuckles turn with
+    /// their parents. The joints must be free, with one handle each.
+    fn turn_onto_points(&self, ws: &mut Workspace, rig: &Rig, g: usize) {
+        let (start, end) = ws.goals[g].joints;
+        let mut next = 1;
+        for k in (start..end).rev() {
+            let bone = ws.goal_joints[k];
+            if k + 1 < end {
+                ws.update_bone(rig, bone);
+            }
+            let Some(joint) = self.joints.get(self.joint_of_bone[bone]) else {
+                continue;
+            };
+            let head = ws.head(bone);
+            let handle = ws.world[bone].transform_point3(self.handles[joint.start].local);
+            ws.turn_free_bone(bone, from_to(handle - head, self.points[next] - head));
+            next += 1;
+        }
     }
 }
 
@@ -501,7 +539,10 @@ impl Fabrik {
         )?;
         self.ws.keep_bend_sides(rig);
         let report = self.ws.finish(rig, &params, iterations, out);
-        if report.reached || !self.ws.moves_limited_joint(rig) {
+        // Knuckles held rigid may leave a target near full extension a few millimetres
+        // short; the finish turns them by the little that needs.
+        let knuckled = || self.ws.knuckles_could_reach();
+        if report.reached || !(self.ws.moves_limited_joint(rig) || knuckled()) {
             return Ok(report);
         }
         self.finish.apply(rig, start, goals, &params, report, out)

@@ -6,7 +6,7 @@
 //! upper bone turns so the limb's plane maps onto the new one (the knee keeps bending
 //! about the same local axis), then the lower bone turns within that plane.
 
-use super::driver::{reject, GoalMode, Workspace};
+use super::driver::{reject, GoalMode, Workspace, KNUCKLE_RATIO};
 use super::finish::FinishWithinLimits;
 use super::{IterationParams, SolveReport, Solver};
 use crate::error::Result;
@@ -184,7 +184,9 @@ pub fn two_bone_limb(
 /// goal's own chain. A bone locked on every axis is no joint (a Rigify leg's MCH bone
 /// between foot and shin, a BVH wrist bone Human Limits holds): the chain reaches past it
 /// to the next joint (two-bone turned the held bone's child alone and missed every target,
-/// 0.2-0.9 m off; found by a QA helper).
+/// 0.2-0.9 m off; found by a QA helper). Nor is a knuckle (`Workspace::find_knuckles`,
+/// here by the rest lengths): the closed form bent the BVH importer's 6 mm wrist node by up
+/// to 170 degrees to shorten the limb by millimetres.
 fn two_joint_chain(rig: &Rig, goal: &Goal, fixed: bool) -> usize {
     let given = match goal.chain_length {
         0 => usize::MAX,
@@ -196,14 +198,20 @@ fn two_joint_chain(rig: &Rig, goal: &Goal, fixed: bool) -> usize {
     }
     let mut length = usize::from(fixed);
     let mut joints = 0;
-    let mut bone = if fixed {
-        rig.parent(goal.bone)
-    } else {
-        Some(goal.bone)
+    // The head's distance from its parent's head, at rest.
+    let offset = |b: usize| Vec3::from(rig.rest_matrix(b).translation).length();
+    // Each bone's lever: from its head to the point it aims.
+    let (mut bone, mut lever) = match fixed {
+        true => (rig.parent(goal.bone), offset(goal.bone)),
+        false if goal.point == EffectorPoint::Tail => (Some(goal.bone), rig.length(goal.bone)),
+        false => (Some(goal.bone), 0.0),
     };
     while let Some(b) = bone.filter(|_| joints < 2 && length < given) {
         length += 1;
-        joints += usize::from(!rig.limits(b).is_fully_locked());
+        let knuckle =
+            rig.parent(b).is_some() && length < given && lever < KNUCKLE_RATIO * offset(b);
+        joints += usize::from(!rig.limits(b).is_fully_locked() && !knuckle);
+        lever = offset(b);
         bone = rig.parent(b);
     }
     length.max(1)
@@ -211,12 +219,12 @@ fn two_joint_chain(rig: &Rig, goal: &Goal, fixed: bool) -> usize {
 
 fn solve_goal(ws: &mut Workspace, rig: &Rig, g: usize) {
     let target = ws.goals[g].target;
-    // Bones locked on every axis are no joints (see `two_joint_chain`).
+    // Bones locked on every axis and knuckles are no joints (see `two_joint_chain`).
     let mut joints = ws
         .joints(g)
         .iter()
         .copied()
-        .filter(|&j| !rig.limits(j).is_fully_locked());
+        .filter(|&j| !rig.limits(j).is_fully_locked() && !ws.knuckles[j]);
     let (lower, upper) = match (joints.next(), joints.next()) {
         (None, _) => return,
         (Some(only), None) => {
@@ -240,8 +248,9 @@ fn solve_goal(ws: &mut Workspace, rig: &Rig, g: usize) {
             .filter(|_| ws.goals[g].goal.pole_angle.is_none()),
     );
     ws.rotate_bone(rig, upper, limb.upper);
-    // The lower joint's frame, through any held bones between the two.
-    ws.refresh_path(rig, lower);
+    // The lower joint's frame, through any held bones between the two, and the point's,
+    // through any knuckles below.
+    ws.refresh_path(rig, ws.goals[g].owner.unwrap_or(lower));
     // Measured again after the upper turn, so limits or scale on the upper bone are
     // honoured rather than assumed away.
     let (knee, foot) = (ws.head(lower), ws.point(g));
@@ -296,8 +305,9 @@ impl Solver for TwoBone {
             }
         });
         let report = self.ws.finish(rig, &params, report.iterations, out);
+        let knuckled = self.ws.knuckles_could_reach();
         if report.reached
-            || !(self.chains_carry_one_another(rig) || self.ws.moves_limited_joint(rig))
+            || !(self.chains_carry_one_another(rig) || self.ws.moves_limited_joint(rig) || knuckled)
         {
             return Ok(report);
         }
@@ -307,7 +317,8 @@ impl Solver for TwoBone {
         // form knows no limits: a knee whose hinge does not lie in the plane it chose is
         // clamped off it (Human Limits on the generated Rigify rig: no target reached, 4
         // cm off). Damped least squares over the same two-joint chains moves them together
-        // within the limits.
+        // within the limits. A knuckle held rigid leaves a target near full extension a
+        // few millimetres short: the finish turns it by the little that needs.
         let limb_goals = std::mem::take(&mut self.limb_goals);
         let finished = self
             .finish

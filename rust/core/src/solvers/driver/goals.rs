@@ -92,11 +92,66 @@ impl Workspace {
             self.first_active = self.first_active.min(self.root_of_goals(rig));
         }
         self.find_carriers(rig, params.move_root);
+        self.find_knuckles();
         self.clamp_joints_into_limits(rig);
         if !self.poles_aimed {
             self.aim_blender_poles(rig);
         }
         Ok(())
+    }
+
+    /// Marks the knuckles (by bone): joints that the position-placing solvers (FABRIK, CCD,
+    /// two-bone) and the straightening of chains towards targets beyond reach hold rigid
+    /// with their parent. A knuckle is a bone whose lever (from its head to the point it
+    /// aims: the joint below's head or the goal's point) is under [`KNUCKLE_RATIO`] of its
+    /// parent's in every chain it is in, below the chain's top. Such a bone hardly moves
+    /// the point (the BVH importer's wrist node: 6 mm under an 18 cm forearm), so aiming it
+    /// turns it by whatever angle the target's offset makes: baked wrists spun up to 180
+    /// degrees from the clip where Blender's IK and the damped solvers turn them a degree.
+    fn find_knuckles(&mut self) {
+        let mut knuckles = std::mem::take(&mut self.knuckles);
+        knuckles.clear();
+        knuckles.resize(self.world.len(), false);
+        // Set where some chain finds a knuckle, then cleared where any chain does not.
+        for keep_rule in [true, false] {
+            for g in 0..self.goals.len() {
+                let (start, end) = self.goals[g].joints;
+                for k in start..end {
+                    let joint = self.goal_joints[k];
+                    let knuckle = k + 1 < end && {
+                        let parent = self.goal_joints[k + 1];
+                        let lever = self.chain_handle(g, k).distance(self.head(joint));
+                        let parent_lever = self.head(joint).distance(self.head(parent));
+                        lever < KNUCKLE_RATIO * parent_lever
+                    };
+                    if knuckle == keep_rule {
+                        knuckles[joint] = knuckle;
+                    }
+                }
+            }
+        }
+        self.knuckles = knuckles;
+    }
+
+    /// Whether turning the knuckles (`find_knuckles`) could bring some unreached goal onto
+    /// its target: it lies within twice their levers (the most they can move its point).
+    /// A target farther off is missed either way, and a finish turning them towards it
+    /// spun them as the knuckles are held to avoid.
+    pub fn knuckles_could_reach(&self) -> bool {
+        (0..self.goals.len()).any(|g| {
+            let goal = &self.goals[g];
+            let (start, end) = goal.joints;
+            let slack: f32 = (start..end)
+                .filter(|&k| self.knuckles[self.goal_joints[k]])
+                .map(|k| {
+                    2.0 * self
+                        .chain_handle(g, k)
+                        .distance(self.head(self.goal_joints[k]))
+                })
+                .sum();
+            let distance = self.point(g).distance(goal.target);
+            distance > goal.tolerance && distance <= slack
+        })
     }
 
     /// Puts every joint a goal may turn inside its limits, the nearest rotation inside: a

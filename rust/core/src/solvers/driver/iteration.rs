@@ -512,8 +512,18 @@ impl Workspace {
                 if k + 1 < goal.joints.1 {
                     self.update_bone(rig, j);
                 }
+                if self.knuckles[j] {
+                    continue;
+                }
+                // A knuckle below turns with this joint: the point beyond it is aimed (aimed
+                // itself, a wrist node flipped 180 degrees to add its 6 mm of reach).
+                let mut below = k;
+                while below > goal.joints.0 && self.knuckles[self.goal_joints[below - 1]] {
+                    below -= 1;
+                    self.update_bone(rig, self.goal_joints[below]);
+                }
                 let head = self.head(j);
-                let handle = self.chain_handle(g, k);
+                let handle = self.chain_handle(g, below);
                 self.rotate_bone(rig, j, from_to(handle - head, goal.target - head));
             }
             changed = true;

@@ -20,6 +20,10 @@ use glam::{Affine3A, Mat3A, Quat, Vec3};
 /// Smallest length errors are measured against (a chain of zero-length bones).
 const MIN_LENGTH_SCALE: f32 = 1e-12;
 
+/// A joint whose lever is under this share of its parent's is a knuckle
+/// (`Workspace::find_knuckles`).
+pub(crate) const KNUCKLE_RATIO: f32 = 0.1;
+
 /// How rotation targets are handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum GoalMode {
@@ -118,6 +122,8 @@ pub(crate) struct Workspace {
     claimed: Vec<bool>,
     /// Scratch for `refresh_path`.
     path: Vec<usize>,
+    /// The chains' knuckles, by bone (`Workspace::find_knuckles`).
+    pub knuckles: Vec<bool>,
     /// Scratch for `move_root`: the goals the root's translation serves.
     root_goals: Vec<usize>,
     /// Scratch of `move_root`: the goals tried without one of them.
@@ -181,6 +187,7 @@ impl Default for Workspace {
             start_translations: Vec::new(),
             claimed: Vec::new(),
             path: Vec::new(),
+            knuckles: Vec::new(),
             root_goals: Vec::new(),
             root_trial: Vec::new(),
             root_needed: false,
