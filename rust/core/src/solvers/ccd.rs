@@ -76,7 +76,7 @@ impl Scratch {
         self.pairs.clear();
         // Knuckles turn with their parents (`Workspace::find_knuckles`).
         let knuckles = &ws.knuckles;
-        for g in 0..ws.goals.len() {
+        for g in (0..ws.goals.len()).filter(|&g| !ws.left_out(g)) {
             self.pairs.extend(
                 ws.joints(g)
                     .iter()

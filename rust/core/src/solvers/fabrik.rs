@@ -114,6 +114,9 @@ impl Scratch {
     fn build_handles(&mut self, ws: &Workspace, rig: &Rig) {
         self.handles.clear();
         for (g, goal) in ws.goals.iter().enumerate() {
+            if ws.left_out(g) {
+                continue;
+            }
             let chain = ws.joints(g);
             let Some(&first) = chain.first() else {
                 continue;
@@ -325,6 +328,7 @@ impl Scratch {
                 .goals
                 .iter()
                 .all(|g| g.owner.is_some() && g.carrier.is_none())
+            && !(0..ws.goals.len()).any(|g| ws.left_out(g))
     }
 
     /// Classic FABRIK on each goal's joint positions until every goal is within tolerance,

@@ -386,20 +386,51 @@ impl Workspace {
                 reach += self.head(next).distance(self.head(bone));
                 bone = next;
             }
-            // A chain another goal also turns serves both: its goals are solved together.
-            let shared = self.chain_shared(g);
-            if !move_root && !shared && self.head(bone).distance(self.goals[g].target) >= reach {
+            let beyond = !move_root && self.head(bone).distance(self.goals[g].target) >= reach;
+            // A chain another goal also turns serves both: its goals are solved together
+            // (but see `leave_out_shared_beyond_reach`).
+            if beyond && !self.chain_shared(g) {
                 let own_reach = self.goals[g].reach;
                 let goal = &mut self.goals[g];
                 (goal.carrier, goal.base, goal.base_reach) = (None, top, own_reach);
                 goal.beyond_reach = true;
                 continue;
             }
+            let goal = &mut self.goals[g];
+            // Marked for now; kept only if a goal within reach shares the chain.
+            goal.beyond_reach = beyond;
             if !self.exclusive {
-                let goal = &mut self.goals[g];
                 (goal.carrier, goal.base, goal.base_reach) = (carrier, bone, reach);
             }
         }
+        self.leave_out_shared_beyond_reach();
+    }
+
+    /// A goal beyond reach whose chain shares bones with a goal within reach pulls on
+    /// nothing either: the shared bones serve the goals they can bring home, and the bones
+    /// only it turns are stretched towards its target (`straighten_unreachable`). Pulling,
+    /// its error, which no pose can undo, outweighed the reachable goal's: two hands on
+    /// chains of 5 sharing the chest, one target 100 m off, left the other hand 50 cm
+    /// short with damped least squares, 80 cm with the transpose. Goals sharing bones that
+    /// are all beyond reach still pull together (the body leans after both hands).
+    fn leave_out_shared_beyond_reach(&mut self) {
+        let mut kept = std::mem::take(&mut self.kept_beyond);
+        kept.clear();
+        kept.extend((0..self.goals.len()).map(|g| {
+            let own = self.joints(g);
+            self.goals[g].beyond_reach
+                && (0..self.goals.len()).any(|other| {
+                    other != g
+                        && !self.goals[other].beyond_reach
+                        && self.joints(other).iter().any(|j| own.contains(j))
+                })
+        }));
+        for (g, &kept) in kept.iter().enumerate() {
+            if self.chain_shared(g) {
+                self.goals[g].beyond_reach = kept;
+            }
+        }
+        self.kept_beyond = kept;
     }
 
     /// Sum of the segments from the chain root's head, through each joint's head, to the

@@ -109,6 +109,12 @@ impl Workspace {
         self.head(goal.base).distance(goal.goal.target) > goal.base_reach * (1.0 + 1e-4)
     }
 
+    /// Whether goal `g` is beyond reach on a chain it shares with goals within reach: it
+    /// turns no bone (see `leave_out_shared_beyond_reach`); chain-based solvers leave it out.
+    pub fn left_out(&self, g: usize) -> bool {
+        self.goals[g].beyond_reach && self.chain_shared(g)
+    }
+
     /// Whether another goal turns a joint of goal `g`'s chain.
     pub(super) fn chain_shared(&self, g: usize) -> bool {
         let own = self.joints(g);
@@ -500,14 +506,22 @@ impl Workspace {
             if self.head(top).distance(goal.target) < goal.reach {
                 continue;
             }
-            // A shared or carried chain's reach depends on the other goals' bones.
-            let shared = (0..self.goals.len())
-                .filter(|&other| other != g)
-                .any(|other| self.joints(other).iter().any(|j| joints.contains(j)));
-            if shared || goal.carrier.is_some() {
-                continue;
-            }
-            for k in (goal.joints.0..goal.joints.1).rev() {
+            // A shared or carried chain's reach depends on the other goals' bones; one
+            // left out beyond reach (`leave_out_shared_beyond_reach`) stretches the bones
+            // only it turns.
+            let shared = |j: &usize| {
+                (0..self.goals.len())
+                    .filter(|&other| other != g)
+                    .any(|other| self.joints(other).contains(j))
+            };
+            let end = match joints.iter().any(shared) || goal.carrier.is_some() {
+                false => goal.joints.1,
+                true if goal.beyond_reach => {
+                    goal.joints.0 + joints.iter().position(shared).unwrap_or(joints.len())
+                }
+                true => continue,
+            };
+            for k in (goal.joints.0..end).rev() {
                 let j = self.goal_joints[k];
                 if k + 1 < goal.joints.1 {
                     self.update_bone(rig, j);

@@ -122,6 +122,8 @@ pub(crate) struct Workspace {
     claimed: Vec<bool>,
     /// Scratch for `refresh_path`.
     path: Vec<usize>,
+    /// Scratch for `leave_out_shared_beyond_reach`, by goal.
+    kept_beyond: Vec<bool>,
     /// The chains' knuckles, by bone (`Workspace::find_knuckles`).
     pub knuckles: Vec<bool>,
     /// Scratch for `move_root`: the goals the root's translation serves.
@@ -187,6 +189,7 @@ impl Default for Workspace {
             start_translations: Vec::new(),
             claimed: Vec::new(),
             path: Vec::new(),
+            kept_beyond: Vec::new(),
             knuckles: Vec::new(),
             root_goals: Vec::new(),
             root_trial: Vec::new(),
