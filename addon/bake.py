@@ -204,15 +204,20 @@ class Baker:
     # The fast path reads target F-curves directly; anything it cannot see through (parents,
     # constraints, drivers, NLA, animated chains) makes the bake evaluate the scene per frame.
     def shaped_bones(self, affecting: set[int]) -> list[str]:
-        """The bones of or above the chains that unmuted constraints or drivers place: the
-        solve would model them from their channels, so each frame starts from where
-        Blender's evaluated pose has them (a Damped Track on the bone a chain hangs from
-        had every key 0.4-2 off)."""
-        pose_bones, names = self.obj.pose.bones, self.entry.names
+        """The bones of or above the chains that unmuted constraints, drivers or
+        inheritance options other than Blender's defaults place: the solve would model them
+        from their channels, so each frame starts from where Blender's evaluated pose has
+        them (a Damped Track on the bone a chain hangs from had every key 0.4-2 off; Inherit
+        Rotation off or Inherit Scale None above it, 1.7-1.9 off while the status said
+        reached)."""
+        pose_bones, names, entry = self.obj.pose.bones, self.entry.names, self.entry
         return [
             names[b]
             for b in sorted(affecting)
-            if b in self.entry.driven
+            if b in entry.driven
+            or b in entry.no_inherit_rotation
+            or b in entry.inherit_scale
+            or b in entry.parent_space_location
             or (
                 b in self.entry.constrained
                 and any(not c.mute and c.influence > 0 for c in pose_bones[names[b]].constraints)
@@ -222,7 +227,7 @@ class Baker:
     def needs_scene_evaluation(self, affecting: set[int]) -> str | None:
         obj = self.obj
         if self.shaped:
-            return f"bone '{self.shaped[0]}' has constraints or drivers"
+            return f"bone '{self.shaped[0]}' has constraints, drivers or inheritance options"
         if obj.parent is not None or len(obj.constraints):
             return f"armature '{obj.name}' has a parent or constraints"
         reason = animation_reason(obj, allowed_paths=())
@@ -589,12 +594,22 @@ class Baker:
             and any(not c.mute and c.influence > 0 for c in pose_bones[names[b]].constraints)
         ]
         driven = [names[b] for b in sorted(self.affecting) if b in self.entry.driven]
+        entry = self.entry
+        inheriting = [
+            names[b]
+            for b in sorted(self.affecting | set(self.keyed))
+            if b in entry.no_inherit_rotation or b in entry.inherit_scale or b in entry.parent_space_location
+        ]
         if constrained:
             reasons.append(
                 f"constraints on {len(constrained)} bone(s) of or above the chains ('{constrained[0]}', ...)"
             )
         if driven:
             reasons.append(f"drivers on {len(driven)} bone(s) of or above the chains ('{driven[0]}', ...)")
+        if inheriting:
+            reasons.append(
+                f"inheritance options on {len(inheriting)} bone(s) of or above the chains ('{inheriting[0]}', ...)"
+            )
         if not reasons or not self.found.goals:
             return ""
         scene, frames = self.scene, self.frames
@@ -617,7 +632,8 @@ class Baker:
         where = ", ".join(str(int(frames[t])) for t in checked)
         self.unshown = bool(missed)
         if not missed:
-            return f"Blender's pose, through {'; '.join(reasons)}, reaches at frames {where}"
+            # Shows the solve, reached or not (it said "reaches" of frames it missed).
+            return f"Blender's pose, through {'; '.join(reasons)}, shows the solve at frames {where}"
         return (
             f"Blender's pose does not show what was solved ({'; '.join(reasons)}): at frames {where} "
             f"the effectors miss by up to {largest:.2g}"

@@ -138,6 +138,51 @@ def inherit_problems(entry: RigEntry, moving: list[int], evaluated: np.ndarray) 
     return problems
 
 
+def frame_problems(entry: RigEntry, moving: list[int], evaluated: np.ndarray) -> dict[int, str]:
+    """The moving bones (rig indices) that hang from a frame Tendon cannot model: a bone
+    above them that inherits scale other than Full from a non-uniformly scaled parent (its
+    frame relative to that parent shears, which a pose's rotation, location and scale
+    cannot hold). The chain hung in a wrong frame: a solve moved the tip 0.3 away from a
+    target 3 cm off and said only "not reached". Bones that turn are judged by
+    `inherit_problems`."""
+    problems: dict[int, str] = {}
+    moving_set = set(moving)
+    odd = {
+        bone: entry.inherit_scale[bone]
+        for bone in {b for start in moving for b in ancestors(entry, start)} - moving_set
+        if bone in entry.inherit_scale and entry.parents[bone] >= 0
+    }
+    if not odd:
+        return problems
+    bones = sorted(odd)
+    scales = signed_scales(evaluated[[entry.parents[bone] for bone in bones]])
+    uniform = np.ptp(scales, axis=1) <= SCALE_TOLERANCE * np.abs(scales).max(axis=1)
+    found = {
+        bone: (
+            f"bone '{entry.names[bone]}', which the chain hangs from, inherits scale as '{odd[bone]}' under "
+            f"the non-uniformly scaled '{entry.names[entry.parents[bone]]}', a frame Tendon does not model"
+        )
+        for bone, even in zip(bones, uniform.tolist(), strict=True)
+        if not even
+    }
+    for bone in moving:
+        for above in ancestors(entry, bone):
+            if above in found:
+                problems[bone] = found[above]
+                break
+    return problems
+
+
+def ancestors(entry: RigEntry, bone: int) -> list[int]:
+    """The bones above `bone`, nearest first."""
+    found = []
+    bone = entry.parents[bone]
+    while bone >= 0:
+        found.append(bone)
+        bone = entry.parents[bone]
+    return found
+
+
 def miss_notes(obj: bpy.types.Object, names: list[str]) -> list[str]:
     """What may keep the moving bones `names` from their targets although Blender poses
     them from their channels: a frame whose non-uniform scale shears every turn (solvers
@@ -225,6 +270,8 @@ def bone_problems(
             if problem:
                 problems[bone] = problem
     for bone, problem in inherit_problems(entry, moving, evaluated).items():
+        problems.setdefault(bone, problem)
+    for bone, problem in frame_problems(entry, moving, evaluated).items():
         problems.setdefault(bone, problem)
     for bone in mismatched:
         name = entry.names[bone]

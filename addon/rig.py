@@ -62,6 +62,9 @@ class RigEntry:
     no_inherit_rotation: frozenset[int]
     #: Bones that inherit scale other than Full -> how (``Bone.inherit_scale``).
     inherit_scale: dict[int, str]
+    #: Bones whose location channels move them in their parent's frame, not their own
+    #: (``Bone.use_local_location`` off).
+    parent_space_location: frozenset[int]
     #: Every bone's ``matrix_local`` as read when built (n * 16, column by column): an
     #: update of the armature's data compares it (`rest_changed`), since applying the
     #: object's scale or rotation changes the rest with no other event the cache hears of.
@@ -235,6 +238,7 @@ def build(obj: bpy.types.Object, with_tension: bool) -> RigEntry:
     driven = {index[name]: channel for name, channel in chains.driven_bones(obj).items() if name in index}
     no_inherit_rotation = frozenset(i for i, bone in enumerate(bones) if not bone.use_inherit_rotation)
     inherit_scale = {i: bone.inherit_scale for i, bone in enumerate(bones) if bone.inherit_scale != "FULL"}
+    parent_space_location = frozenset(i for i, bone in enumerate(bones) if not bone.use_local_location)
     return RigEntry(
         data_pointer=obj.data.as_pointer(),
         count=n,
@@ -249,6 +253,7 @@ def build(obj: bpy.types.Object, with_tension: bool) -> RigEntry:
         driven=driven,
         no_inherit_rotation=no_inherit_rotation,
         inherit_scale=inherit_scale,
+        parent_space_location=parent_space_location,
         rest_local=matrices,
     )
 
