@@ -187,7 +187,9 @@ def miss_notes(obj: bpy.types.Object, names: list[str]) -> list[str]:
     """What may keep the moving bones `names` from their targets although Blender poses
     them from their channels: a frame whose non-uniform scale shears every turn (solvers
     often still converge), or a Limit Rotation constraint that clamps the solved rotation
-    (harmless when Tendon's joint limits match it: Import Limits sets them)."""
+    (harmless when Tendon's joint limits match it: Import Limits sets them, and a bone
+    without Tendon limits takes its Limit Rotation's, `RigEntry.clamped_alike`, so the
+    callers leave such bones out)."""
     notes = []
     pose_bones = obj.pose.bones
     for name in names:
@@ -274,6 +276,10 @@ def bone_problems(
     for bone, problem in frame_problems(entry, moving, evaluated).items():
         problems.setdefault(bone, problem)
     for bone in mismatched:
+        if bone in entry.clamped_alike:
+            # Its channels past its Limit Rotation's ranges (posed before, or keyed): the
+            # solve starts from the same clamp Blender shows, its limits being the same.
+            continue
         name = entry.names[bone]
         problems.setdefault(
             bone, f"bone '{name}' is not where its own channels put it (something Tendon does not model moves it)"

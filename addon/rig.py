@@ -65,6 +65,14 @@ class RigEntry:
     #: Bones whose location channels move them in their parent's frame, not their own
     #: (``Bone.use_local_location`` off).
     parent_space_location: frozenset[int]
+    #: Bones (rig indices) whose joint limits are their Limit Rotation constraints'
+    #: (`limit_rotation_limits`): Blender's clamp and the solve's limits are the same.
+    clamped_alike: frozenset[int] = frozenset()
+    #: The Limit Rotation settings of the bones without Tendon limits, as read when built
+    #: (`limit_rotation_signature`): compared at each solve, since editing a constraint
+    #: gives no event the cache hears of.
+    limit_rotation_bones: tuple[str, ...] = ()
+    limit_rotation_state: tuple[Any, ...] = ()
     #: Every bone's ``matrix_local`` as read when built (n * 16, column by column): an
     #: update of the armature's data compares it (`rest_changed`), since applying the
     #: object's scale or rotation changes the rest with no other event the cache hears of.
@@ -128,10 +136,69 @@ def is_default_tension(tension: list[dict[str, dict[str, float]]]) -> bool:
     )
 
 
-def limits_json(obj: bpy.types.Object, with_tension: bool) -> str | None:
+#: The Limit Rotation settings that decide its clamp (`limit_rotation_signature`).
+LIMIT_ROTATION_KEYS = (
+    "mute",
+    "influence",
+    "owner_space",
+    "euler_order",
+    "use_legacy_behavior",
+    *(f"{kind}_{axis}" for axis in "xyz" for kind in ("use_limit", "min", "max")),
+)
+
+
+def limit_rotation_signature(obj: bpy.types.Object, names: tuple[str, ...]) -> tuple[Any, ...]:
+    """The Limit Rotation settings of bones `names`, in one tuple to compare."""
+    pose_bones = obj.pose.bones
+    return tuple(
+        tuple(getattr(constraint, key) for key in LIMIT_ROTATION_KEYS)
+        for name in names
+        for constraint in pose_bones[name].constraints
+        if constraint.type == "LIMIT_ROTATION"
+    )
+
+
+def limit_rotation_limits(pose_bone: bpy.types.PoseBone) -> dict[str, Any] | None:
+    """A bone's Limit Rotation constraints as joint limits (the native JSON), when the
+    solve can hold the bone to exactly what they clamp it to: each unmuted, at full
+    influence, in Local Space, not the legacy behaviour, ranges that overlap. None
+    otherwise (the solve then says the constraint may clamp its answer)."""
+    order = pose_bone.rotation_mode if pose_bone.rotation_mode not in ("QUATERNION", "AXIS_ANGLE") else "XYZ"
+    ranges: dict[str, tuple[float, float]] = {}
+    for constraint in pose_bone.constraints:
+        if constraint.type != "LIMIT_ROTATION":
+            continue
+        if (
+            constraint.mute
+            or constraint.influence < 1.0
+            or constraint.owner_space != "LOCAL"
+            or getattr(constraint, "use_legacy_behavior", False)
+        ):
+            return None
+        if constraint.euler_order != "AUTO":
+            order = constraint.euler_order
+        for axis in "xyz":
+            if getattr(constraint, f"use_limit_{axis}"):
+                low, high = getattr(constraint, f"min_{axis}"), getattr(constraint, f"max_{axis}")
+                if axis in ranges:
+                    low, high = max(low, ranges[axis][0]), min(high, ranges[axis][1])
+                ranges[axis] = (low, high)
+    if not ranges or any(low > high for low, high in ranges.values()):
+        return None
+    return {
+        "order": order,
+        **{axis: {"mode": "range", "min": low, "max": high} for axis, (low, high) in ranges.items()},
+    }
+
+
+def limits_json(obj: bpy.types.Object, with_tension: bool, clamped_alike: set[str] | None = None) -> str | None:
     """The pose bones' Tendon limits as the native library's JSON (None when no bone has
     any). Tension settings, which only the tension minimiser reads, only `with_tension`.
-    Read once per rig build, not per solve."""
+    A bone without Tendon limits whose Limit Rotation constraints the solve can model
+    takes theirs (`limit_rotation_limits`; its name is added to `clamped_alike`): the solve
+    wrote rotations the constraint then clamped, and every later solve refused the bone as
+    "not where its own channels put it" (found by a QA helper). Read once per rig build,
+    not per solve."""
     offsets = props.LIMIT_OFFSETS
     limits: dict[str, dict[str, Any]] = {}
     for pose_bone in obj.pose.bones:
@@ -189,6 +256,14 @@ def limits_json(obj: bpy.types.Object, with_tension: bool) -> str | None:
                 # Blender does for rotations (a zero one is left for the library to name).
                 length = math.sqrt(sum(v * v for v in neutral))
                 limits[pose_bone.name]["neutral"] = [v / length for v in neutral] if length > 1e-6 else neutral
+    for pose_bone in obj.pose.bones:
+        if pose_bone.name in limits or not len(pose_bone.constraints):
+            continue
+        modelled = limit_rotation_limits(pose_bone)
+        if modelled is not None:
+            limits[pose_bone.name] = modelled
+            if clamped_alike is not None:
+                clamped_alike.add(pose_bone.name)
     return json.dumps(limits, sort_keys=True) if limits else None
 
 
@@ -201,7 +276,14 @@ def read_rig(obj: bpy.types.Object, with_tension: bool | None = None) -> RigEntr
     entry = _rigs.get((obj.as_pointer(), with_tension))
     # Bones are only added or removed in Edit Mode, whose end the cache hears of; counting
     # them would cost a walk over every bone per solve.
-    if entry is not None and entry.data_pointer == obj.data.as_pointer():
+    if (
+        entry is not None
+        and entry.data_pointer == obj.data.as_pointer()
+        and (
+            not entry.limit_rotation_bones
+            or limit_rotation_signature(obj, entry.limit_rotation_bones) == entry.limit_rotation_state
+        )
+    ):
         return entry
     entry = build(obj, with_tension)
     _rigs[(obj.as_pointer(), with_tension)] = entry
@@ -227,8 +309,9 @@ def build(obj: bpy.types.Object, with_tension: bool) -> RigEntry:
     pose_order = np.array([pose_index[name] for name in names], np.int64)
     # foreach_get gives each matrix column by column: transposed, they are row-major.
     rest = matrices.reshape(n, 4, 4).transpose(0, 2, 1)
+    clamped_alike: set[str] = set()
     try:
-        rig = tendon.Rig.from_arrays(names, parents, rest, lengths, limits_json(obj, with_tension))
+        rig = tendon.Rig.from_arrays(names, parents, rest, lengths, limits_json(obj, with_tension, clamped_alike))
     except tendon.TendonError as error:
         raise TendonUserError(f"Armature '{obj.name}': {error}") from error
     # What keeps Blender from posing a bone from its channels, as far as it changes only with
@@ -239,6 +322,13 @@ def build(obj: bpy.types.Object, with_tension: bool) -> RigEntry:
     no_inherit_rotation = frozenset(i for i, bone in enumerate(bones) if not bone.use_inherit_rotation)
     inherit_scale = {i: bone.inherit_scale for i, bone in enumerate(bones) if bone.inherit_scale != "FULL"}
     parent_space_location = frozenset(i for i, bone in enumerate(bones) if not bone.use_local_location)
+    # Every bone with a Limit Rotation, modelled now or not (muting one, or its
+    # influence, changes which).
+    limit_rotation_bones = tuple(
+        pose_bone.name
+        for pose_bone in pose_bones
+        if len(pose_bone.constraints) and any(c.type == "LIMIT_ROTATION" for c in pose_bone.constraints)
+    )
     return RigEntry(
         data_pointer=obj.data.as_pointer(),
         count=n,
@@ -254,6 +344,9 @@ def build(obj: bpy.types.Object, with_tension: bool) -> RigEntry:
         no_inherit_rotation=no_inherit_rotation,
         inherit_scale=inherit_scale,
         parent_space_location=parent_space_location,
+        clamped_alike=frozenset(index[name] for name in clamped_alike),
+        limit_rotation_bones=limit_rotation_bones,
+        limit_rotation_state=limit_rotation_signature(obj, limit_rotation_bones),
         rest_local=matrices,
     )
 

@@ -1017,7 +1017,8 @@ class SolveOutcome:
     warnings: list[str]
     #: What each effector must achieve in the pose Blender shows.
     checks: Checks | None = None
-    #: Names of the pose bones the solve could turn.
+    #: Names of the pose bones the solve could turn, but those limited as their Limit
+    #: Rotation clamps (what `chains.miss_notes` looks at).
     moving: list[str] = field(default_factory=list)
     #: Whether `reached` and `residual` were measured in Blender's evaluated pose (else
     #: they are the solver's, in Tendon's model of the rig).
@@ -1314,7 +1315,8 @@ def prepare_whole(obj: bpy.types.Object, effectors: tuple[Effector | None, ...])
     check_bones = [entry.names[bone] for bone, _ in found.chains]
     checks = make_checks(obj, entry, reach, check_bones, use_tail, found.points, evaluated, found.goals, found.sighted)
     moving_array = np.array(moving, np.int64)
-    moving_names = [entry.names[bone] for bone in moving]
+    # For `chains.miss_notes`: a bone limited as its Limit Rotation clamps is never clamped.
+    moving_names = [entry.names[bone] for bone in moving if bone not in entry.clamped_alike]
     plan = found.plan
     # Only when every checked effector became a goal and stayed one (no goal refused, no
     # loop, no chain bone refused): the shortcut then reads exactly the whole way's targets.
