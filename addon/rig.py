@@ -151,7 +151,7 @@ def limit_rotation_signature(obj: bpy.types.Object, names: tuple[str, ...]) -> t
     """The Limit Rotation settings of bones `names`, in one tuple to compare."""
     pose_bones = obj.pose.bones
     return tuple(
-        tuple(getattr(constraint, key) for key in LIMIT_ROTATION_KEYS)
+        tuple(getattr(constraint, key, None) for key in LIMIT_ROTATION_KEYS)
         for name in names
         for constraint in pose_bones[name].constraints
         if constraint.type == "LIMIT_ROTATION"

@@ -409,6 +409,16 @@ impl Workspace {
         if bend.length() < tiny || wanted.length_squared() < 1e-20 {
             return;
         }
+        // A pole on (or within a thousandth of the chain's length of) the line from the
+        // root to the target sets no side: measured from the line to the effector, which
+        // swings about that line as the solve closes in, it turned the chain to and fro
+        // and a reachable target was missed by up to 2.6 m, reported only as not reached.
+        let goal = &self.goals[g];
+        if let Some(line) = (goal.target - root).try_normalize() {
+            if reject(pole - root, line).length() < 1e-3 * goal.reach {
+                return;
+            }
+        }
         let delta = from_to(bend, wanted);
         self.rotate_bone(rig, top, delta);
     }
