@@ -86,6 +86,24 @@ pub(crate) fn ensure_finite(values: &[f32], what: impl FnOnce() -> String) -> Re
     }
 }
 
+/// The largest magnitude a rig's or pose's lengths, offsets and scales may have: squared
+/// (every distance is), a larger one overflows `f32` on the way (a bone 1e20 long was
+/// reported reached with an infinite residual).
+pub const MAX_MAGNITUDE: f32 = 1e15;
+
+/// Checks that every component is finite and at most [`MAX_MAGNITUDE`] in size, naming
+/// `what` otherwise.
+pub(crate) fn ensure_sized(values: &[f32], what: impl Fn() -> String) -> Result<()> {
+    ensure_finite(values, &what)?;
+    match values.iter().find(|v| v.abs() > MAX_MAGNITUDE) {
+        Some(v) => Err(TendonError::InvalidValue {
+            what: what(),
+            reason: format!("{v} is larger than {MAX_MAGNITUDE:e} in size"),
+        }),
+        None => Ok(()),
+    }
+}
+
 impl TendonError {
     /// The error with `place` (e.g. "at frame 3") added to what it names, for errors met
     /// while solving one of many frames.

@@ -29,7 +29,8 @@ pub struct Goal {
     pub rotation: Option<Quat>,
     /// How much the rotation target counts, 0 (ignored) to 1 (fully).
     pub rotation_weight: f32,
-    /// How much this goal counts against the others (0 disables it).
+    /// How much this goal counts against the others (0 disables it: it is neither solved
+    /// nor counted in the report).
     pub weight: f32,
     /// How many bones, counting the effector bone, the goal may move; 0 means every bone
     /// up to the rig's root.

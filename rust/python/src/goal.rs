@@ -9,6 +9,8 @@ use tendon_core::{EffectorPoint, Goal as CoreGoal, Rig as CoreRig};
 /// One IK goal. `bone` is a bone name or caller index; `target` and `pole` are
 /// armature-space positions; `rotation` an armature-space (w, x, y, z) quaternion;
 /// `point` is "tail" (default) or "head"; `chain_length` 0 means up to the root.
+/// `weight` is how much the goal counts against the others; 0 disables it: it is neither
+/// solved nor counted in the result's `residual` and `reached`.
 #[pyclass(module = "tendon._native", frozen)]
 #[derive(Clone)]
 pub(crate) struct Goal {

@@ -19,7 +19,9 @@ use tendon_core::{
 };
 
 /// What a solve reached: local rotations (n, 4) w-first in the caller's order, and the
-/// report.
+/// report: `residual`, the largest distance from an effector to its target, and
+/// `reached`, whether every goal is within tolerance (goals of weight 0 are disabled and
+/// counted in neither).
 #[pyclass(module = "tendon._native", name = "Result", frozen)]
 pub(crate) struct SolveResult {
     #[pyo3(get)]

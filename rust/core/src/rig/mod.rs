@@ -7,7 +7,7 @@ mod pose;
 pub use limits::{AxisLimit, AxisTension, JointLimits, SideTension};
 pub use pose::Pose;
 
-use crate::error::{ensure_finite, Result, TendonError};
+use crate::error::{ensure_finite, ensure_sized, Result, TendonError};
 use glam::{Affine3A, Mat4, Quat, Vec3};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -477,16 +477,16 @@ fn validate_bone(bone: &BoneDesc) -> Result<()> {
     }
     let name = &bone.name;
     let r = &bone.rest;
-    ensure_finite(&r.translation.to_array(), || {
+    ensure_sized(&r.translation.to_array(), || {
         format!("rest translation of bone '{name}'")
     })?;
     ensure_finite(&r.rotation.to_array(), || {
         format!("rest rotation of bone '{name}'")
     })?;
-    ensure_finite(&r.scale.to_array(), || {
+    ensure_sized(&r.scale.to_array(), || {
         format!("rest scale of bone '{name}'")
     })?;
-    ensure_finite(&[bone.length], || format!("length of bone '{name}'"))?;
+    ensure_sized(&[bone.length], || format!("length of bone '{name}'"))?;
     if normalized(r.rotation).is_none() {
         return Err(TendonError::InvalidValue {
             what: format!("rest rotation of bone '{name}'"),

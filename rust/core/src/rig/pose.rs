@@ -1,7 +1,7 @@
 //! Poses: local transforms relative to rest, in depth-first order.
 
 use super::Rig;
-use crate::error::{ensure_finite, Result, TendonError};
+use crate::error::{ensure_finite, ensure_sized, Result, TendonError};
 use glam::{Quat, Vec3};
 
 /// Each bone's local rotation, translation and scale relative to its rest transform
@@ -78,10 +78,10 @@ impl Pose {
             ensure_finite(&self.rotations[i].to_array(), || {
                 format!("pose rotation of bone '{name}'")
             })?;
-            ensure_finite(&self.translations[i].to_array(), || {
+            ensure_sized(&self.translations[i].to_array(), || {
                 format!("pose translation of bone '{name}'")
             })?;
-            ensure_finite(&self.scales[i].to_array(), || {
+            ensure_sized(&self.scales[i].to_array(), || {
                 format!("pose scale of bone '{name}'")
             })?;
             let len_sq = self.rotations[i].length_squared();

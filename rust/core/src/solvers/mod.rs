@@ -100,7 +100,8 @@ impl IterationParams {
 pub struct SolveReport {
     /// Iterations run.
     pub iterations: u32,
-    /// Largest distance from an effector to its target.
+    /// Largest distance from an effector to its target (goals of weight 0 are disabled and
+    /// not counted, here or below).
     pub residual: f32,
     /// Largest angle (radians) between an effector bone and its rotation target.
     pub rotation_residual: f32,

@@ -303,7 +303,7 @@ impl Workspace {
         };
         for (g, prepared) in self.goals.iter().enumerate() {
             let goal = &prepared.goal;
-            let error = self.effector(g).distance(goal.target);
+            let error = crate::math::distance(self.effector(g), goal.target);
             eval.residual = eval.residual.max(error);
             let mut reached = error <= prepared.tolerance;
             // (`goal_reached` repeats this test for one goal.)
