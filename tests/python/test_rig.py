@@ -69,6 +69,19 @@ def test_limits_from_arrays(humanoid: tendon.Rig) -> None:
         tendon.Rig.from_arrays(humanoid.names, humanoid.parents, world, lengths, bad)
     with pytest.raises(tendon.TendonError, match="no bone 'elbow'"):
         tendon.Rig.from_arrays(humanoid.names, humanoid.parents, world, lengths, json.dumps({"elbow": {}}))
+    # A misspelt key is an error naming the bone and the key: it was left out silently,
+    # and the joint free (a bone meant locked turned 90 degrees).
+    for typo, key in (({"X": {"mode": "locked"}}, "`X`"), ({"euler_order": "XYZ"}, "`euler_order`")):
+        with pytest.raises(tendon.LimitError, match=f"limits of bone 'forearm.L': unknown field {key}"):
+            tendon.Rig.from_arrays(humanoid.names, humanoid.parents, world, lengths, json.dumps({"forearm.L": typo}))
+
+
+def test_a_misspelt_key_in_rig_json_is_an_error() -> None:
+    """A `parnet` typo made the bone a root, a `limit` typo dropped its limits, silently."""
+    root = {"name": "a", "length": 1.0}
+    for bone, key in (({"name": "b", "parnet": "a", "length": 1.0}, "parnet"), ({"name": "b", "limit": {}}, "limit")):
+        with pytest.raises(tendon.RigError, match=f"unknown field `{key}`"):
+            tendon.Rig.from_json(json.dumps({"bones": [root, bone]}))
 
 
 def test_errors_name_the_culprit(humanoid: tendon.Rig) -> None:

@@ -74,9 +74,22 @@ impl Rig {
             .collect();
         let limits: Option<HashMap<String, JointLimits>> = match limits {
             None => None,
-            Some(text) => Some(serde_json::from_str(text).map_err(|e| {
-                LimitError::new_err(format!("limits must map bone names to limits: {e}"))
-            })?),
+            Some(text) => {
+                let by_bone: HashMap<String, serde_json::Value> = serde_json::from_str(text)
+                    .map_err(|e| {
+                        LimitError::new_err(format!("limits must map bone names to limits: {e}"))
+                    })?;
+                // Each bone's apart, so an error names the bone (a misspelt key names
+                // itself: it was silently left out, and the joint free).
+                let mut parsed = HashMap::with_capacity(by_bone.len());
+                for (name, value) in by_bone {
+                    let limit = serde_json::from_value(value).map_err(|e| {
+                        LimitError::new_err(format!("limits of bone '{name}': {e}"))
+                    })?;
+                    parsed.insert(name, limit);
+                }
+                Some(parsed)
+            }
         };
         guarded(|| {
             let mut desc =

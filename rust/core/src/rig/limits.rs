@@ -15,7 +15,7 @@ use std::f32::consts::TAU;
 
 /// What one Euler axis of a joint may do.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-#[serde(tag = "mode", rename_all = "snake_case")]
+#[serde(tag = "mode", rename_all = "snake_case", deny_unknown_fields)]
 pub enum AxisLimit {
     /// Any angle.
     #[default]
@@ -91,7 +91,7 @@ impl AxisLimit {
 /// How one side (negative or positive angles) of an axis resists rotation, for the
 /// tension minimiser: `T = rigidity * (a / threshold)^1.25 + (a / threshold)^16`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct SideTension {
     /// The angle (radians, positive) where the resistance turns into a wall.
     pub threshold: f32,
@@ -110,7 +110,7 @@ impl Default for SideTension {
 
 /// Tension settings of one axis: negative and positive angles separately.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct AxisTension {
     /// For negative angles.
     pub negative: SideTension,
@@ -151,7 +151,7 @@ fn wall(x: f32) -> f32 {
 
 /// The limits of one joint.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct JointLimits {
     /// The Euler order the joint's rotation is decomposed in.
     pub order: EulerOrder,

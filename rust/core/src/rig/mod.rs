@@ -17,7 +17,7 @@ use std::ops::Range;
 ///
 /// In JSON the rotation is `[x, y, z, w]`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct Transform {
     /// Translation.
     pub translation: Vec3,
@@ -49,6 +49,7 @@ impl Transform {
 
 /// One bone of a [`RigDesc`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BoneDesc {
     /// Unique name.
     pub name: String,
@@ -87,6 +88,7 @@ impl BoneDesc {
 
 /// The editable, serde-friendly description of a rig. [`RigDesc::build`] validates it.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RigDesc {
     /// The bones, in any order (this is the "caller order" of [`Rig::to_caller`]).
     pub bones: Vec<BoneDesc>,
