@@ -541,6 +541,14 @@ def test_pose_plan_solves_from_blender_arrays_and_writes_channels() -> None:
     heads = world[:, :3, 3]
     reach = np.linalg.norm(heads[1] - heads[2]) + np.linalg.norm(heads[2] - heads[3]) + 0.7
     assert tolerances == pytest.approx([1e-5 * reach], rel=1e-5)
+    # As the docs say, lists and other integer arrays for the modes, nested lists for the
+    # targets (both refused before: "must be int32", "a flat list needs 3 numbers").
+    again = blender_rows(start.copy())
+    listed = {"rotation_modes": modes.astype(np.int64).tolist()}
+    found = plan.solve(solver, evaluated, target[None].tolist(), quaternions=again, **listed, **settings)
+    assert found is not None and found[1], found
+    apart_rows = np.minimum(np.abs(again - quaternions).max(axis=1), np.abs(again + quaternions).max(axis=1))
+    assert apart_rows.max() < 1e-6
     # b2's channels say one thing, Blender shows another (a constraint, say): nothing solved;
     # b0 (above the chain) shown scaled to zero on an axis: nothing solved.
     apart = blender_rows(start.copy())

@@ -409,26 +409,16 @@ impl PosePlan {
     }
 }
 
-/// The goals' target points into `out`: (goals, 3) numbers, or a flat list of 3 per goal
-/// (what Python builds fastest).
+/// The goals' target points into `out`: (goals, 3) numbers (any array or nested list), or
+/// a flat list of 3 per goal (what Python builds fastest).
 fn read_points(targets: &Bound<'_, PyAny>, goals: usize, out: &mut Vec<f32>) -> PyResult<()> {
     if let Ok(list) = targets.cast::<PyList>() {
-        if list.len() != goals * 3 {
-            return Err(ShapeError::new_err(format!(
-                "targets: a flat list needs 3 numbers per goal ({}), not {}",
-                goals * 3,
-                list.len()
-            )));
+        let flat = list.len() == goals * 3 && !list.is_empty();
+        if flat && list.iter().all(|value| value.extract::<f32>().is_ok()) {
+            out.clear();
+            out.extend(list.iter().map(|value| value.extract::<f32>().unwrap_or(f32::NAN)));
+            return Ok(());
         }
-        out.clear();
-        for value in list.iter() {
-            out.push(
-                value
-                    .extract::<f32>()
-                    .map_err(|_| ShapeError::new_err("targets: a flat list must hold numbers"))?,
-            );
-        }
-        return Ok(());
     }
     read_f32(targets, "targets", &[goals, 3], out).map(|_| ())
 }
@@ -449,7 +439,21 @@ impl PosePlan {
     /// Reads every pose bone's rotation mode code into `self.codes`.
     fn read_modes(&mut self, py: Python<'_>, rotation_modes: &Bound<'_, PyAny>) -> PyResult<()> {
         let n = self.pose_rows.len();
-        let codes = PyBuffer::<i32>::get(rotation_modes)
+        // int32 arrays are read as they are; lists and other integer arrays converted.
+        let converted;
+        let source = match PyBuffer::<i32>::get(rotation_modes) {
+            Ok(_) => rotation_modes,
+            Err(_) => {
+                converted = py
+                    .import("numpy")?
+                    .call_method1("array", (rotation_modes, "int32"))
+                    .map_err(|e| {
+                        ShapeError::new_err(format!("rotation_modes must be integers: {e}"))
+                    })?;
+                &converted
+            }
+        };
+        let codes = PyBuffer::<i32>::get(source)
             .map_err(|e| ShapeError::new_err(format!("rotation_modes must be int32: {e}")))?;
         if codes.item_count() != n {
             return Err(ShapeError::new_err(format!(
