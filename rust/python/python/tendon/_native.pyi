@@ -257,7 +257,11 @@ class SpringSimulation:
     @staticmethod
     def defaults() -> dict[str, Any]: ...
     def reset(
-        self, rotations: _ArrayLike, translations: _ArrayLike | None = None, scales: _ArrayLike | None = None
+        self,
+        rotations: _ArrayLike,
+        translations: _ArrayLike | None = None,
+        scales: _ArrayLike | None = None,
+        object_matrix: _ArrayLike | None = None,
     ) -> None: ...
     def advance(
         self,
