@@ -683,11 +683,15 @@ def apply_scales(plans: list[ScaleTarget], goals: np.ndarray, scales: np.ndarray
     status said "reached" with the effector at 1.158 for a target of 1.5)."""
     tendon = native.native()
     notes = []
+    shared = len({b for plan in plans for b in plan.bones}) < sum(len(plan.bones) for plan in plans)
+    if shared:
+        share_scales(plans, goals, scales)
     for plan, goal in zip(plans, goals, strict=True):
-        try:
-            scales[plan.bones] = tendon.distribute_scale(goal, len(plan.bones), plan.low, plan.high)
-        except tendon.TendonError as error:
-            raise TendonUserError(f"Scale target of effector {plan.effector + 1}: {error}") from error
+        if not shared:
+            try:
+                scales[plan.bones] = tendon.distribute_scale(goal, len(plan.bones), plan.low, plan.high)
+            except tendon.TendonError as error:
+                raise TendonUserError(f"Scale target of effector {plan.effector + 1}: {error}") from error
         made = np.prod(scales[plan.bones], axis=0)
         if (np.abs(made - goal) > 1e-4 * np.abs(goal).max()).any():
             notes.append(
@@ -696,6 +700,41 @@ def apply_scales(plans: list[ScaleTarget], goals: np.ndarray, scales: np.ndarray
                 "its target needs"
             )
     return notes
+
+
+def share_scales(plans: list[ScaleTarget], goals: np.ndarray, scales: np.ndarray) -> None:
+    """Scales for chains that share bones (two arms' chains through the chest), each plan's
+    product its goal where they allow: per axis, the smallest change in the logarithms of
+    the scales that meets every goal (least squares where goals conflict), a bone that
+    would pass its scale limits held there and the others solved again. Each plan set
+    alone, the last listed overwrote the shared bones and the first's target (2.0) ended at
+    1.0, reported reached (QA helper)."""
+    bones = sorted({b for plan in plans for b in plan.bones})
+    column = {bone: k for k, bone in enumerate(bones)}
+    incidence = np.zeros((len(plans), len(bones)))
+    low = np.full((len(bones), 3), -np.inf)
+    high = np.full((len(bones), 3), np.inf)
+    for row, plan in enumerate(plans):
+        columns = [column[b] for b in plan.bones]
+        incidence[row, columns] = 1.0
+        if plan.low is not None and plan.high is not None:
+            low[columns] = np.maximum(low[columns], np.log(np.maximum(plan.low, 1e-12)))
+            high[columns] = np.minimum(high[columns], np.log(np.maximum(plan.high, 1e-12)))
+    # (A mirrored goal's sign is not shared out: its plan's note then says what was made.)
+    wanted = np.log(np.maximum(np.abs(np.asarray(goals, np.float64)), 1e-12)).reshape(len(plans), 3)
+    logs = np.zeros((len(bones), 3))
+    for axis in range(3):
+        held = np.zeros(len(bones), bool)
+        for _ in range(len(bones) + 1):
+            rest = wanted[:, axis] - incidence[:, held] @ logs[held, axis]
+            logs[~held, axis] = np.linalg.pinv(incidence[:, ~held]) @ rest if (~held).any() else 0.0
+            clamped = np.clip(logs[:, axis], low[:, axis], high[:, axis])
+            newly = (clamped != logs[:, axis]) & ~held
+            logs[:, axis] = clamped
+            if not newly.any():
+                break
+            held |= newly
+    scales[bones] = np.exp(logs).astype(scales.dtype)
 
 
 # --- The solver ---------------------------------------------------------------------------

@@ -698,6 +698,42 @@ def test_spring_chain_keys_a_last_frame_the_step_does_not_reach_in_its_own_time(
         assert np.linalg.norm(row[1:] - at[int(row[0])]) < 2e-3, row
 
 
+def test_scale_targets_on_chains_that_share_bones_are_both_met() -> None:
+    """Two effectors scaling chains that share a trunk (a Y-shaped rig): each plan was set
+    alone, so the second overwrote the trunk and the first target's 2.0 ended at 1.0 while
+    the status said reached. Both are met now, within a trunk bone's scale limit too."""
+    obj = rigs.armature(
+        "Y",
+        [
+            ("s0", None, (0, 0, 0), (0, 0, 1), 0.0),
+            ("s1", "s0", (0, 0, 1), (0, 0, 2), 0.0),
+            ("a0", "s1", (0, 0, 2), (0.7, 0, 2.7), 0.0),
+            ("a1", "a0", (0.7, 0, 2.7), (1.4, 0, 3.4), 0.0),
+            ("c0", "s1", (0, 0, 2), (-0.7, 0, 2.7), 0.0),
+            ("c1", "c0", (-0.7, 0, 2.7), (-1.4, 0, 3.4), 0.0),
+        ],
+    )
+    wanted = {"a1": 2.0, "c1": 0.5}
+    for bone, scale in wanted.items():
+        target = rigs.empty(f"T.{bone}", rigs.tail_world(obj, bone))
+        target.scale = (scale, scale, scale)
+        rigs.add_effector(obj, bone, target, chain_length=4)
+        obj.tendon.effectors[-1].use_scale = True
+    for limited in (False, True):
+        if limited:
+            obj.pose.bones["s1"].tendon.use_scale_limit = True
+            obj.pose.bones["s1"].tendon.scale_max = (1.01, 1.01, 1.01)
+            obj.pose.bones["s1"].tendon.scale_min = (0.99, 0.99, 0.99)
+        assert bpy.ops.tendon.solve() == {"FINISHED"}
+        rigs.update()
+        for bone, scale in wanted.items():
+            made = (obj.matrix_world.inverted() @ obj.pose.bones[bone].matrix).to_scale()
+            np.testing.assert_allclose(tuple(made), (scale,) * 3, rtol=1e-4, err_msg=f"{bone}, limited {limited}")
+        if limited:
+            assert 0.99 - 1e-6 <= obj.pose.bones["s1"].scale.x <= 1.01 + 1e-6
+        assert "scale limits allow" not in obj.tendon.status, obj.tendon.status
+
+
 def test_scale_target_scales_the_chain_before_reaching() -> None:
     obj = rigs.chain(3)
     target = rigs.empty("target", rigs.random_pose_tail(obj, "b2", seed=6, spread=0.5) * 1.3)
