@@ -583,3 +583,61 @@ fn random_chains_masses_and_jerks_stay_finite() {
         }
     }
 }
+
+/// A chain of 1 mm bones (a centimetre-scale import) hanging straight down with nothing
+/// moving stays where it hangs: a step of gravity (0.7 mm at 1/120 s) near a bone's length
+/// stretched it past what the rods' correction restores, and the tip jittered by a third
+/// of a bone length per frame for ever. Each time step is now split while gravity would
+/// move a point by more than a quarter of the shortest bone.
+#[test]
+fn a_chain_of_millimetre_bones_hanging_still_stays_still() {
+    for length in [0.0005f32, 0.001, 0.01] {
+        let mut bones = vec![BoneDesc::new("root", None, Transform::IDENTITY, length)];
+        for i in 0..5 {
+            let parent = if i == 0 {
+                "root".to_string()
+            } else {
+                format!("t{}", i - 1)
+            };
+            bones.push(BoneDesc::new(
+                format!("t{i}"),
+                Some(parent.as_str()),
+                Transform {
+                    translation: Vec3::new(0.0, length, 0.0),
+                    rotation: if i == 0 {
+                        Quat::from_rotation_x(-std::f32::consts::FRAC_PI_2)
+                    } else {
+                        Quat::IDENTITY
+                    },
+                    scale: Vec3::ONE,
+                },
+                length,
+            ));
+        }
+        let rig = RigDesc { bones }.build().unwrap();
+        let tip = rig.index_of("t4").unwrap();
+        let hanging = rig
+            .head_tail(&rig.world_matrices(&Pose::rest(6))[tip], tip)
+            .1;
+        assert!(
+            hanging.z < -4.9 * length,
+            "the chain hangs down: tip {hanging}"
+        );
+        let chain = SpringChain::new(&rig, tip, 5).unwrap();
+        let mut sim =
+            SpringSimulation::new(&rig, vec![chain], vec![], SpringParams::default()).unwrap();
+        let rest = Pose::rest(6);
+        sim.reset(&rig, &rest).unwrap();
+        let mut out = Pose::rest(6);
+        let mut worst = 0.0f32;
+        for _ in 0..240 {
+            sim.advance(&rig, &rest, 1.0 / 24.0, &mut out).unwrap();
+            let now = rig.head_tail(&rig.world_matrices(&out)[tip], tip).1;
+            worst = worst.max(now.distance(hanging) / length);
+        }
+        assert!(
+            worst < 1e-3,
+            "{length}: the tip strayed {worst} bone lengths"
+        );
+    }
+}

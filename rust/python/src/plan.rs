@@ -416,7 +416,10 @@ fn read_points(targets: &Bound<'_, PyAny>, goals: usize, out: &mut Vec<f32>) -> 
         let flat = list.len() == goals * 3 && !list.is_empty();
         if flat && list.iter().all(|value| value.extract::<f32>().is_ok()) {
             out.clear();
-            out.extend(list.iter().map(|value| value.extract::<f32>().unwrap_or(f32::NAN)));
+            out.extend(
+                list.iter()
+                    .map(|value| value.extract::<f32>().unwrap_or(f32::NAN)),
+            );
             return Ok(());
         }
     }

@@ -20,6 +20,13 @@ use crate::rig::{Pose, Rig};
 use glam::{Affine3A, Quat, Vec3, Vec3A};
 use serde::{Deserialize, Serialize};
 
+/// The most gravity may move a point in one internal step, as a share of the shortest
+/// segment (`SpringSimulation::substeps`).
+const MAX_GRAVITY_STRETCH: f32 = 0.25;
+/// The most parts a time step is split into for short segments (a chain of bones a
+/// thousandth of a unit long under Earth's gravity in metres needs 2).
+const MAX_SUBSTEPS: u32 = 64;
+
 /// Settings of a [`SpringSimulation`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -379,20 +386,47 @@ impl SpringSimulation {
         self.accumulator += span;
         let steps = (self.accumulator / h + 1e-4).floor() as u32;
         self.accumulator = (self.accumulator - steps as f32 * h).max(0.0);
-        for s in 1..=steps {
-            // Where in this call's span the step ends: the animation is interpolated there.
-            let t = if span > 0.0 {
-                ((s as f32 * h - carried) / span).clamp(0.0, 1.0)
-            } else {
-                1.0
-            };
-            self.step(h, t);
+        let split = self.substeps(h);
+        let sub = h / split as f32;
+        for s in 0..steps {
+            for q in 1..=split {
+                // Where in this call's span the step ends: the animation is interpolated
+                // there.
+                let end = s as f32 * h + q as f32 * sub;
+                let t = if span > 0.0 {
+                    ((end - carried) / span).clamp(0.0, 1.0)
+                } else {
+                    1.0
+                };
+                self.step(sub, t);
+            }
         }
         self.animated_before.copy_from_slice(&self.animated_now);
         self.spheres_before.copy_from_slice(&self.spheres_now);
         self.show(self.accumulator / h);
         self.write_rotations(rig, out);
         Ok(())
+    }
+
+    /// How many parts each time step `h` is solved in: enough that gravity moves a point by
+    /// at most [`MAX_GRAVITY_STRETCH`] of the shortest segment in one. A step of gravity
+    /// near a segment's length or more stretches it past what the rods' correction along
+    /// its direction can restore: chains of 1 mm bones (a centimetre-scale import) hanging
+    /// still jittered by a third of a bone length per frame and never settled.
+    fn substeps(&self, h: f32) -> u32 {
+        let shortest = self
+            .lengths
+            .iter()
+            .copied()
+            .filter(|&l| l > 0.0)
+            .fold(f32::INFINITY, f32::min);
+        let pull = self.params.gravity.length();
+        let needed = h * (pull / (MAX_GRAVITY_STRETCH * shortest)).sqrt();
+        if needed.is_finite() && needed > 1.0 {
+            (needed.ceil() as u32).min(MAX_SUBSTEPS)
+        } else {
+            1
+        }
     }
 
     /// The points `ahead` of a step (0 to 1) past the last one, lengths made exact.
