@@ -139,8 +139,15 @@ class TENDON_OT_add_effector(Operator):
         effector.bone = pose_bone.name
         effector.chain_length = self.chain_length
         other_objects = [o for o in context.selected_objects if o != obj]
-        other_bones = [b for b in (context.selected_pose_bones or []) if b != pose_bone and b.id_data == obj]
-        if other_objects:
+        selected_bones = context.selected_pose_bones or []
+        other_bones = [b for b in selected_bones if b != pose_bone and b.id_data == obj]
+        # A bone selected on another armature in Pose Mode is the target, not that
+        # armature's origin (its tip ended 0.9 from the bone; QA helper).
+        foreign_bones = [b for b in selected_bones if b.id_data != obj]
+        if foreign_bones:
+            effector.target = foreign_bones[0].id_data
+            effector.subtarget = foreign_bones[0].name
+        elif other_objects:
             effector.target = other_objects[0]
         elif other_bones:
             effector.target = obj
@@ -149,7 +156,10 @@ class TENDON_OT_add_effector(Operator):
             effector.target = self.new_target(context, obj, pose_bone)
         settings.active_effector_index = len(settings.effectors) - 1
         target = effector.target.name + (f" : {effector.subtarget}" if effector.subtarget else "")
-        self.report({"INFO"}, f"Effector for bone '{pose_bone.name}' follows '{target}'")
+        message = f"Effector for bone '{pose_bone.name}' follows '{target}'"
+        # The last solve's status counted the effectors before this one.
+        obj.tendon.status = f"{message}; not solved yet"
+        self.report({"INFO"}, message)
         return {"FINISHED"}
 
     @staticmethod
@@ -287,8 +297,14 @@ class TENDON_OT_import_blender_ik(Operator):
                 effector.bone = pose_bone.name
                 effector.target = constraint.target
                 effector.subtarget = constraint.subtarget
-                effector.chain_length = constraint.chain_count
+                # Without its tail, Blender's chain starts at the bone's parent and counts
+                # from there; Tendon's counts the effector bone itself (imported as it was,
+                # the chain missed its top bone and the target by 5 cm).
+                counted = constraint.chain_count + (0 if constraint.use_tail or constraint.chain_count == 0 else 1)
+                effector.chain_length = counted
                 effector.use_tail = constraint.use_tail
+                for note in self.differences(pose_bone, constraint, counted):
+                    self.report({"WARNING"}, note)
                 effector.weight = constraint.weight
                 effector.use_rotation = constraint.use_rotation
                 effector.rotation_weight = constraint.orient_weight
@@ -303,6 +319,24 @@ class TENDON_OT_import_blender_ik(Operator):
         settings.active_effector_index = len(settings.effectors) - 1
         self.report({"INFO"}, f"Imported {imported} IK constraint(s) as effectors and muted them")
         return {"FINISHED"}
+
+    @staticmethod
+    def differences(pose_bone: bpy.types.PoseBone, constraint: Any, chain_length: int) -> list[str]:
+        """What the effector does otherwise than the constraint did, said when imported
+        (influence and stretch were dropped unsaid: the joints landed 0.4-1.3 away from
+        Blender's pose)."""
+        where = f"IK constraint '{constraint.name}' on bone '{pose_bone.name}'"
+        notes = []
+        if constraint.influence < 1.0:
+            notes.append(f"{where} had influence {constraint.influence:g}: the effector solves fully")
+        bones, bone = [], pose_bone
+        while bone is not None and (chain_length == 0 or len(bones) < chain_length):
+            bones.append(bone)
+            bone = bone.parent
+        stretchy = [b.name for b in bones if b.ik_stretch > 0.0]
+        if constraint.use_stretch and stretchy:
+            notes.append(f"{where} stretched bone '{stretchy[0]}' (IK Stretch): Tendon keeps bone lengths")
+        return notes
 
     @staticmethod
     def unsupported(pose_bone: bpy.types.PoseBone, constraint: Any) -> str | None:
@@ -429,7 +463,10 @@ class TENDON_OT_reset_pose(Operator):
         except TendonUserError as problem:
             self.report({"ERROR"}, str(problem))
             return {"CANCELLED"}
-        self.report({"INFO"}, f"Reset {count} bone(s) to their rest rotation")
+        message = f"Reset {count} bone(s) to their rest rotation"
+        # The last solve's status no longer holds (it said "reached" 1.1 away).
+        context.active_object.tendon.status = message
+        self.report({"INFO"}, message)
         return {"FINISHED"}
 
 

@@ -233,6 +233,10 @@ def sight_effector(
     ):
         if used and not math.isfinite(value):
             raise TendonUserError(f"{label}: its {name} is {value}: give it a number")
+    if effector.weight <= 0.0:
+        # Counted for nothing, it was solved by no step and the status blamed "something
+        # Tendon does not model" for the miss (QA helper).
+        raise TendonUserError(f"{label} has weight 0, so it counts for nothing: give it a weight, or disable it")
     depth = len(chain_bones(entry, bone, 0))
     chain_length = effector.chain_length
     if chain_length > depth:
@@ -897,10 +901,10 @@ class Checks:
             return self.targets
         return points
 
-    def measure(self, obj: bpy.types.Object) -> tuple[int, float, list[str]]:
-        """How many effectors are not within their tolerance in Blender's evaluated pose,
-        the largest distance in world units (the distance the user sees), and a note for
-        each rotation target missed. A few points: mathutils, not numpy (whose every call
+    def measure(self, obj: bpy.types.Object) -> tuple[list[str], float, list[str]]:
+        """The effector bones not within their tolerance in Blender's evaluated pose, the
+        largest distance in world units (the distance the user sees), and a note for each
+        rotation target missed. A few points: mathutils, not numpy (whose every call
         costs more than this whole loop)."""
         pose_bones = obj.pose.bones
         world = obj.matrix_world.to_3x3()
@@ -925,7 +929,7 @@ class Checks:
             if angle > ROTATION_TOLERANCE:
                 missing[k] = True
                 notes.append(f"bone '{self.bones[k]}' is turned {math.degrees(angle):.3g} deg from its rotation target")
-        return sum(missing), largest, notes
+        return [bone for bone, miss in zip(self.bones, missing, strict=True) if miss], largest, notes
 
 
 def turn_between(a: Quaternion, b: Quaternion) -> float:
@@ -1007,9 +1011,18 @@ def follow_sources(sighted: list[Sighted]) -> list[tuple[Any, str]]:
 
 def may_follow(target: Any, subtarget: str) -> bool:
     """Whether a target could move when the armature's pose does (a bone, or an object with
-    a parent or constraints): only then is it read again when measuring."""
-    return target is not None and (
-        bool(subtarget) or target.parent is not None or len(target.constraints) > 0 or target.type == "ARMATURE"
+    a parent, constraints or drivers): only then is it read again when measuring. (A
+    target a driver placed from a chain bone's rotation was measured where it had been:
+    "reached", 0.52 from where it went; QA helper.)"""
+    if target is None:
+        return False
+    anim = target.animation_data
+    return (
+        bool(subtarget)
+        or target.parent is not None
+        or len(target.constraints) > 0
+        or target.type == "ARMATURE"
+        or (anim is not None and len(anim.drivers) > 0)
     )
 
 
@@ -1062,15 +1075,17 @@ class SolveOutcome:
     #: Whether `reached` and `residual` were measured in Blender's evaluated pose (else
     #: they are the solver's, in Tendon's model of the rig).
     measured: bool = False
-    #: How many effectors missed, as measured (0 before).
+    #: How many effectors missed, as measured (0 before), and their bones.
     missed: int = 0
+    missed_bones: list[str] = field(default_factory=list)
 
     def measure(self, obj: bpy.types.Object) -> None:
         """Takes `reached` and `residual` from the pose Blender evaluated (call after the
         depsgraph update): a status never claims more than the user can see."""
-        missed, largest, turned = self.checks.measure(obj) if self.checks is not None else (0, 0.0, [])
+        missed, largest, turned = self.checks.measure(obj) if self.checks is not None else ([], 0.0, [])
         reached = not missed
-        self.missed = missed
+        self.missed = len(missed)
+        self.missed_bones = missed
         if not reached:
             notes = [*turned, *two_bone_notes(obj), *chains.miss_notes(obj, self.moving)]
             if self.reached and not notes:
@@ -1091,8 +1106,11 @@ class SolveOutcome:
         where = " in Blender's pose" if self.measured else ""
         # No iteration: every target already met, or only out of reach (chains pointed at them).
         how = f"in {self.iterations} iteration(s)" if self.iterations else "without iterating"
+        # Which missed, by bone (a solve of four limbs said only "1 of 4"; QA helper).
+        named = "".join(f"'{bone}', " for bone in self.missed_bones[:3])
+        named = f"{named}..., " if len(self.missed_bones) > 3 else named
         return (
-            f"{state}{where} (largest error {self.residual:.2g}) {how}; {self.bones_written} bone(s) posed "
+            f"{state}{where} ({named}largest error {self.residual:.2g}) {how}; {self.bones_written} bone(s) posed "
             f"in {self.seconds * 1000:.2f} ms"
         )
 
@@ -1468,8 +1486,10 @@ def current_goals(
 
 
 def reset_chains(obj: bpy.types.Object) -> int:
-    """Puts the bones the enabled effectors move back to their rest rotation. Returns how
-    many bones were reset."""
+    """Puts the bones the enabled effectors move back to their rest rotation, and what else
+    a solve may have changed back to rest too: the scale of chains an effector scales
+    (Scale Target) and, with Move Root, the root's location (left as the solve put them,
+    the chains stayed 0.7 from rest; QA helper). Returns how many bones were reset."""
     entry = read_rig(obj)
     pose_bones = obj.pose.bones
     if any((e.bone in entry.index) != (e.bone in pose_bones) for e in obj.tendon.effectors if e.bone):
@@ -1477,9 +1497,20 @@ def reset_chains(obj: bpy.types.Object) -> int:
         forget(obj)
         entry = read_rig(obj)
     bones: set[int] = set()
+    scaled: set[int] = set()
     for effector in obj.tendon.effectors:
         bone = entry.index.get(effector.bone)
         if effector.enabled and bone is not None:
-            bones.update(chain_bones(entry, bone, effector.chain_length))
+            chain = chain_bones(entry, bone, effector.chain_length)
+            bones.update(chain)
+            if effector.use_scale:
+                scaled.update(chain)
     pose.reset_rotations(obj, entry, np.array(sorted(bones), np.int64))
+    for bone in scaled:
+        pose_bones[entry.names[bone]].scale = (1.0, 1.0, 1.0)
+    if obj.tendon.move_root:
+        roots = {chain_bones(entry, bone, 0)[-1] for bone in bones}
+        for root in roots:
+            pose_bones[entry.names[root]].location = (0.0, 0.0, 0.0)
+        bones |= roots
     return len(bones)
