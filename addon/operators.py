@@ -5,6 +5,7 @@ and resetting the pose. Each has a poll that says what is missing, reports, and 
 from typing import Any, ClassVar
 
 import bpy
+import numpy as np
 from bpy.props import BoolProperty, EnumProperty, IntProperty
 from bpy.types import Context, Operator
 
@@ -80,6 +81,47 @@ def override_limits_problem(obj: bpy.types.Object) -> str | None:
     )
 
 
+#: The pose channels a solve may write, and their widths.
+KEYABLE_CHANNELS = (
+    ("rotation_quaternion", 4),
+    ("rotation_euler", 3),
+    ("rotation_axis_angle", 4),
+    ("location", 3),
+    ("scale", 3),
+)
+
+
+def channel_snapshot(obj: bpy.types.Object) -> dict[str, np.ndarray]:
+    """Every pose bone's channels, in bulk (to tell afterwards which a solve changed)."""
+    pose_bones = obj.pose.bones
+    snapshot = {}
+    for name, width in KEYABLE_CHANNELS:
+        values = np.empty(len(pose_bones) * width, np.float32)
+        pose_bones.foreach_get(name, values)
+        snapshot[name] = values.reshape(-1, width)
+    return snapshot
+
+
+def auto_key(context: Context, obj: bpy.types.Object, before: dict[str, np.ndarray]) -> int:
+    """With Auto Keying on, keys the channels the solve changed at the current frame, as
+    Blender's own transforms do (only channels already animated when the preferences ask
+    for that): on an animated armature the solve was lost at the next frame change.
+    Returns how many bones were keyed."""
+    only_available = context.preferences.edit.use_keyframe_insert_available
+    after = channel_snapshot(obj)
+    pose_bones = obj.pose.bones
+    frame = context.scene.frame_current
+    keyed: set[int] = set()
+    for name, _width in KEYABLE_CHANNELS:
+        changed = np.nonzero(np.abs(after[name] - before[name]).max(axis=1) > 0.0)[0]
+        for index in changed.tolist():
+            pose_bone = pose_bones[index]
+            options = {"INSERTKEY_AVAILABLE"} if only_available else set()
+            if pose_bone.keyframe_insert(name, frame=frame, group=pose_bone.name, options=options):
+                keyed.add(index)
+    return len(keyed)
+
+
 class TENDON_OT_solve(Operator):
     """Solve the active armature's effectors at the current frame"""
 
@@ -96,18 +138,24 @@ class TENDON_OT_solve(Operator):
         # Bones outside the chains start where Blender last evaluated them: make sure that
         # is now. Nothing is re-evaluated when nothing changed.
         context.view_layer.update()
+        before = channel_snapshot(obj) if context.scene.tool_settings.use_keyframe_insert_auto else None
         try:
             outcome = solve.solve(obj)
         except TendonUserError as problem:
             obj.tendon.status = str(problem)
             self.report({"ERROR"}, str(problem))
             return {"CANCELLED"}
+        keyed = auto_key(context, obj, before) if before is not None else 0
         # The status is measured in the pose Blender shows. This update would follow the
         # operator anyway; it only happens earlier.
         with rig.own_pose_update(obj):
             context.view_layer.update()
         outcome.measure(obj)
         report_outcome(self, obj, outcome)
+        if keyed:
+            message = f"Auto Keying: keyed {keyed} bone(s) at frame {context.scene.frame_current}"
+            obj.tendon.status = f"{obj.tendon.status}; {message}"
+            self.report({"INFO"}, message)
         return {"FINISHED"}
 
 

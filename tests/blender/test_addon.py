@@ -915,3 +915,34 @@ def test_importing_ik_locks_on_every_axis_gives_blenders_pose() -> None:
     assert bpy.ops.tendon.solve() == {"FINISHED"}, obj.tendon.status
     assert "not reached" not in obj.tendon.status, obj.tendon.status
     assert local_turn() < 1e-4, math.degrees(local_turn())
+
+
+def test_solve_keys_what_it_changed_when_auto_keying_is_on() -> None:
+    """With Auto Keying on, an animated armature solved at frame 5 got no key: the next
+    frame change put the chain back (1.1 off). The changed channels are keyed now; with it
+    off nothing is keyed."""
+    from test_bake import keys_of
+
+    obj = rigs.chain(4)
+    target = rigs.empty("target", rigs.random_pose_tail(obj, "b3", seed=4, spread=0.5))
+    rigs.add_effector(obj, "b3", target, chain_length=4)
+    for frame in (1, 10):
+        for pose_bone in obj.pose.bones:
+            pose_bone.keyframe_insert("rotation_quaternion", frame=frame)
+    scene = bpy.context.scene
+    tool_settings = scene.tool_settings
+    try:
+        for auto in (False, True):
+            tool_settings.use_keyframe_insert_auto = auto
+            scene.frame_set(5)
+            assert bpy.ops.tendon.solve() == {"FINISHED"}
+            scene.frame_set(6)
+            scene.frame_set(5)
+            error = (rigs.tail_world(obj, "b3") - target.location).length
+            assert (error < 1e-4 * 4.0) == auto, (auto, error, obj.tendon.status)
+    finally:
+        tool_settings.use_keyframe_insert_auto = False
+    assert "Auto Keying: keyed 4 bone(s) at frame 5" in obj.tendon.status, obj.tendon.status
+    for bone, frames in (("b0", [1.0, 5.0, 10.0]), ("b3", [1.0, 5.0, 10.0])):
+        keyed = keys_of(obj, f'pose.bones["{bone}"].rotation_quaternion', 0)[:, 0].tolist()
+        assert keyed == frames, (bone, keyed)
