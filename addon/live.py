@@ -100,6 +100,9 @@ def signature(
     effector, for the solve (read once)."""
     effectors = current_effectors(obj)
     values: list[Any] = [obj.mode, obj.matrix_world.copy(), effectors, animated_frame(obj, scene)]
+    # A setting or a limit set since (the solver switched, Human Limits pressed: the pose
+    # and status of before stayed until a target moved; QA helper).
+    values += [props.effector_edits, rig.generation]
     world: space.WorldTargets = {}
     bones = obj.data.bones
     for position, effector in enumerate(effectors):

@@ -211,8 +211,13 @@ class TendonArmatureSettings(PropertyGroup):
 
     # Damped least squares by default: on real motion capture its poses are as close to the
     # actor's as Blender's own IK, FABRIK's twice as far (README, "Natural poses").
-    solver: EnumProperty(name="Solver", items=SOLVER_ITEMS, default="JACOBIAN_DLS", description="The IK solver")
+    # Every setting a solve reads counts as an effector edit: live mode solves again at once
+    # (switching the solver while live left the last solver's pose and status; QA helper).
+    solver: EnumProperty(
+        update=effector_changed, name="Solver", items=SOLVER_ITEMS, default="JACOBIAN_DLS", description="The IK solver"
+    )
     iterations: IntProperty(
+        update=effector_changed,
         name="Iterations",
         default=0,
         min=0,
@@ -223,6 +228,7 @@ class TendonArmatureSettings(PropertyGroup):
         ),
     )
     tolerance: FloatProperty(
+        update=effector_changed,
         name="Tolerance",
         default=native_default("FABRIK", "tolerance", 1e-5),
         min=1e-9,
@@ -231,6 +237,7 @@ class TendonArmatureSettings(PropertyGroup):
         description="An effector counts as reached within this fraction of its chain's length",
     )
     damping: FloatProperty(
+        update=effector_changed,
         name="Damping",
         default=native_default("JACOBIAN_DLS", "damping", 0.1),
         min=0.0,
@@ -238,6 +245,7 @@ class TendonArmatureSettings(PropertyGroup):
         description="Damped least squares only: higher is steadier near singular poses, lower is faster",
     )
     exclusive_chains: BoolProperty(
+        update=effector_changed,
         name="Exclusive Chains",
         default=False,
         description="Full body: effectors take priority from the spine outwards, and none moves bones an "
@@ -245,23 +253,29 @@ class TendonArmatureSettings(PropertyGroup):
         "the arms reach from there)",
     )
     move_root: BoolProperty(
+        update=effector_changed,
         name="Move Root",
         default=False,
         description="Let the root bone translate to help the effectors (e.g. hips lower so the feet reach)",
     )
     tension_reference: EnumProperty(
+        update=effector_changed,
         name="Relax Towards",
         items=TENSION_REFERENCE_ITEMS,
         default="START",
         description="Tension only: the pose each joint's tension is measured from (limits stay relative to rest)",
     )
     reference_action: PointerProperty(
+        update=effector_changed,
         type=bpy.types.Action,
         name="Reference Action",
         description="Tension towards a stored pose: the action (or pose asset) holding it",
     )
     reference_frame: FloatProperty(
-        name="Reference Frame", default=0.0, description="Tension towards a stored pose: the action's frame holding it"
+        update=effector_changed,
+        name="Reference Frame",
+        default=0.0,
+        description="Tension towards a stored pose: the action's frame holding it",
     )
     effectors: CollectionProperty(type=TendonEffector, name="Effectors")
     active_effector_index: IntProperty(name="Active Effector", default=0, min=0)

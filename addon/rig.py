@@ -117,8 +117,14 @@ def clear() -> None:
     _rigs.clear()
 
 
+#: How many times rigs were forgotten (limits or bones changed): live mode solves again.
+generation = 0
+
+
 def forget(obj: bpy.types.Object) -> None:
     """Forgets the rigs of armature `obj` (its limits changed)."""
+    global generation
+    generation += 1
     key = obj.as_pointer()
     _rigs.pop((key, False), None)
     _rigs.pop((key, True), None)
