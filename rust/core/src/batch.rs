@@ -59,8 +59,9 @@
 
 use crate::error::Result;
 use crate::goal::Goal;
+use crate::math::angle_between;
 use crate::rig::{Pose, Rig};
-use crate::solvers::{chain_root, Apart, SolveReport, Solver};
+use crate::solvers::{chain_root, Apart, JacobianDls, SolveReport, Solver};
 use glam::{Quat, Vec3};
 use std::cell::RefCell;
 
@@ -106,6 +107,147 @@ fn with_animation_turn(answer: Quat, before: Quat, now: Quat) -> Quat {
         true => turned.normalize(),
         false => answer,
     }
+}
+
+/// A warm frame's answer turning a chain bone by more than this (radians, 8.6 degrees)
+/// from where the frame started, and by far more than its targets moved, is a jump (see
+/// [`Coherence`]). At 20 degrees CCD's elbow still took 20-degree steps where the clip
+/// turned 1-3.
+const JUMP_ANGLE: f32 = 0.15;
+
+/// How many times the targets' move (relative to their chains' lengths, as an angle) a
+/// warm frame's largest turn may be before it counts as a jump.
+const JUMP_FACTOR: f32 = 4.0;
+
+/// Keeps warm frames from jumping: a solver that turns one bone at a time within limits
+/// (CCD, FABRIK) or finishes from a retry can land a frame on another solution than the
+/// last frame's, though the targets moved by millimetres (an elbow with Human Limits
+/// flipped 160 degrees in one frame of a motion-capture bake and back 20 frames later;
+/// 36-41 degrees a frame with FABRIK; QA helper). Such a group of goals is solved again by
+/// damped least squares from the same start, which moves as little as it must, and that
+/// answer is kept when it reaches with a smaller turn. Judged per independent group
+/// ([`independent_groups`], for the solvers that solve groups apart), so a range solved
+/// on threads, group by group, gives the same answer.
+struct Coherence {
+    groups: Vec<CoherentGroup>,
+    fallback: Option<JacobianDls>,
+    subset: Vec<Goal>,
+    answer: Pose,
+}
+
+/// One group's goals, the bones their chains turn, each goal's chain length and its
+/// target on the last frame.
+struct CoherentGroup {
+    goals: Vec<usize>,
+    bones: Vec<usize>,
+    reach: Vec<f32>,
+    last: Vec<Vec3>,
+}
+
+impl Coherence {
+    fn new(rig: &Rig, goals: &[Goal], apart: bool) -> Self {
+        let groups = match apart {
+            true => independent_groups(rig, goals),
+            false => vec![(0..goals.len()).collect()],
+        };
+        let groups = groups
+            .into_iter()
+            .map(|members| {
+                let own: Vec<Goal> = members.iter().map(|&k| goals[k]).collect();
+                CoherentGroup {
+                    bones: chain_bones(rig, &own),
+                    reach: own.iter().map(|goal| chain_reach(rig, goal)).collect(),
+                    last: own.iter().map(|goal| goal.target).collect(),
+                    goals: members,
+                }
+            })
+            .collect();
+        Coherence {
+            groups,
+            fallback: None,
+            subset: Vec::new(),
+            answer: Pose::rest(0),
+        }
+    }
+
+    /// Takes the frame's targets as the last ones (the first frame, which is not checked).
+    fn remember(&mut self, goals: &[Goal]) {
+        for group in &mut self.groups {
+            for (last, &k) in group.last.iter_mut().zip(&group.goals) {
+                *last = goals[k].target;
+            }
+        }
+    }
+
+    /// Checks the frame just solved (`out`, `report`, from `from`); where a group jumped
+    /// and the fallback does better, its bones take the fallback's answer, and the report
+    /// its residual and iterations where larger (its reach is the report's already: the
+    /// fallback's answer is taken only when it reaches).
+    fn check(
+        &mut self,
+        rig: &Rig,
+        from: &Pose,
+        goals: &[Goal],
+        out: &mut Pose,
+        report: &mut SolveReport,
+    ) -> Result<()> {
+        for g in 0..self.groups.len() {
+            let group = &mut self.groups[g];
+            let moved = group
+                .goals
+                .iter()
+                .zip(&group.last)
+                .zip(&group.reach)
+                .map(|((&k, last), reach)| goals[k].target.distance(*last) / reach.max(1e-12))
+                .fold(0.0f32, f32::max);
+            for (last, &k) in group.last.iter_mut().zip(&group.goals) {
+                *last = goals[k].target;
+            }
+            let turn = largest_turn(&group.bones, from, out);
+            if !(turn > JUMP_ANGLE && turn > JUMP_FACTOR * moved) {
+                continue;
+            }
+            self.subset.clear();
+            self.subset.extend(group.goals.iter().map(|&k| goals[k]));
+            let fallback = self.fallback.get_or_insert_with(JacobianDls::default);
+            let other = fallback.solve_into(rig, from, &self.subset, &mut self.answer)?;
+            if other.reached && largest_turn(&group.bones, from, &self.answer) < turn {
+                for &bone in &group.bones {
+                    out.rotations[bone] = self.answer.rotations[bone];
+                }
+                report.iterations = report.iterations.max(other.iterations);
+                report.residual = report.residual.max(other.residual);
+                report.rotation_residual = report.rotation_residual.max(other.rotation_residual);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The largest turn of one of `bones` from `from` to `to`.
+fn largest_turn(bones: &[usize], from: &Pose, to: &Pose) -> f32 {
+    bones
+        .iter()
+        .map(|&b| angle_between(from.rotations[b], to.rotations[b]))
+        .fold(0.0, f32::max)
+}
+
+/// The length of `goal`'s chain: its bone's, and each head's offset from its parent's up
+/// to the chain's top.
+fn chain_reach(rig: &Rig, goal: &Goal) -> f32 {
+    if goal.bone >= rig.len() {
+        return 0.0;
+    }
+    let top = chain_root(rig, goal.bone, goal.chain_length);
+    let (mut bone, mut total) = (goal.bone, rig.length(goal.bone));
+    while bone != top {
+        let Some(parent) = rig.parent(bone) else {
+            break;
+        };
+        total += Vec3::from(rig.rest_matrix(bone).translation).length();
+        bone = parent;
+    }
+    total
 }
 
 /// What changes from frame to frame.
@@ -154,6 +296,7 @@ pub fn solve_frames<S: Solver + ?Sized>(
     // rotations (see the warm start below).
     let mut carried = vec![false; if per_frame && warm { n } else { 0 }];
     let mut animated_before = vec![Quat::IDENTITY; carried.len()];
+    let mut coherence = warm.then(|| Coherence::new(rig, goals, solver.solves_groups_apart()));
     for frame in 0..input.frame_count() {
         input.set_goals(frame, goals);
         if per_frame {
@@ -192,7 +335,16 @@ pub fn solve_frames<S: Solver + ?Sized>(
             solver.solve_into(rig, &from, goals, &mut out)
         };
         // Which frame, or a NaN in one frame of a thousand names only its bone.
-        let report = solved.map_err(|e| e.at(&format!("at frame index {frame}")))?;
+        let mut report = solved.map_err(|e| e.at(&format!("at frame index {frame}")))?;
+        if let Some(coherence) = coherence.as_mut() {
+            if frame > 0 {
+                coherence
+                    .check(rig, &from, goals, &mut out, &mut report)
+                    .map_err(|e| e.at(&format!("at frame index {frame}")))?;
+            } else {
+                coherence.remember(goals);
+            }
+        }
         output(frame, &out, report);
         if warm && !per_frame {
             from.rotations.copy_from_slice(&out.rotations);

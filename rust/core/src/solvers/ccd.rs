@@ -20,6 +20,10 @@ use crate::rig::{Pose, Rig};
 use glam::{Quat, Vec3};
 use serde::{Deserialize, Serialize};
 
+/// The least lever, relative to the joint's distance from the point, an axis needs to be
+/// turned towards a target (see the sweep).
+const MIN_LEVER: f32 = 1e-2;
+
 /// CCD settings.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -137,21 +141,27 @@ impl Scratch {
                     continue;
                 }
                 let a = (frame * limits.rate_axes(angles)[axis]).normalize();
-                let (mut sin_sum, mut cos_sum, mut scale) = (0.0, 0.0, 0.0);
+                let (mut sin_sum, mut cos_sum) = (0.0, 0.0);
                 for &(_, g) in goals {
                     let (point, target) = (self.points[g] - head, ws.goals[g].target - head);
                     let (u, v) = (reject(point, a), reject(target, a));
+                    // Next to no lever about this axis: the point lies on it or nearly (a
+                    // bone's twist, its tail on its own line, or a knuckle's just off it).
+                    // Aligning the point's tiny circle with the target's turns the joint by
+                    // any angle for a fraction of a millimetre: rounding's alone threw a
+                    // limited twist to its bounds (7 of 10 solves), and an elbow twisted 40
+                    // degrees for a target moved 2 mm and flipped 160 in a bake with Human
+                    // Limits (QA helpers). The other axes reach for it.
+                    if u.length() < MIN_LEVER * point.length()
+                        || v.length() < MIN_LEVER * target.length()
+                    {
+                        continue;
+                    }
                     let w = ws.goals[g].goal.weight;
                     sin_sum += w * a.dot(u.cross(v));
                     cos_sum += w * u.dot(v);
-                    scale += w * point.length() * target.length();
                 }
-                // No lever about this axis: the points lie on it (a bone's twist, its tail
-                // on its own line), and the angle of what rounding (about 1e-7 of the
-                // distances) leaves off the axis is noise. Taken, it threw a limited twist
-                // to a bound on most solves (7 of 10: +-80 degrees, flipping between the
-                // bounds frame by frame in a bake).
-                if sin_sum.hypot(cos_sum) <= 1e-6 * scale {
+                if sin_sum == 0.0 && cos_sum == 0.0 {
                     continue;
                 }
                 let step = sin_sum.atan2(cos_sum).clamp(-max_step, max_step);
