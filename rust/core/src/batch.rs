@@ -115,6 +115,10 @@ fn with_animation_turn(answer: Quat, before: Quat, now: Quat) -> Quat {
 /// turned 1-3.
 const JUMP_ANGLE: f32 = 0.15;
 
+/// The share of the way back to the animated pose a carried bone's start takes on each
+/// frame whose animation meets its group's goals (see [`solve_frames`]).
+const HOMING: f32 = 0.25;
+
 /// How many times the targets' move (relative to their chains' lengths, as an angle) a
 /// warm frame's largest turn may be before it counts as a jump.
 const JUMP_FACTOR: f32 = 4.0;
@@ -133,6 +137,11 @@ struct Coherence {
     fallback: Option<JacobianDls>,
     subset: Vec<Goal>,
     answer: Pose,
+    /// Each bone's group (`usize::MAX`: none), and per group whether the frame's animated
+    /// pose meets its goals (see [`Coherence::animation_meets`]).
+    group_of_bone: Vec<usize>,
+    met: Vec<bool>,
+    world: Vec<glam::Affine3A>,
 }
 
 /// One group's goals, the bones their chains turn, each goal's chain length and its
@@ -150,7 +159,7 @@ impl Coherence {
             true => independent_groups(rig, goals),
             false => vec![(0..goals.len()).collect()],
         };
-        let groups = groups
+        let groups: Vec<CoherentGroup> = groups
             .into_iter()
             .map(|members| {
                 let own: Vec<Goal> = members.iter().map(|&k| goals[k]).collect();
@@ -162,12 +171,59 @@ impl Coherence {
                 }
             })
             .collect();
+        let mut group_of_bone = vec![usize::MAX; rig.len()];
+        for (g, group) in groups.iter().enumerate() {
+            for &bone in &group.bones {
+                group_of_bone[bone] = g;
+            }
+        }
         Coherence {
+            met: vec![false; groups.len()],
             groups,
             fallback: None,
             subset: Vec::new(),
             answer: Pose::rest(0),
+            group_of_bone,
+            world: Vec::new(),
         }
+    }
+
+    /// Notes, per group, whether the frame's animated pose `animated` meets its goals (each
+    /// effector within 1e-4 of its chain's length of its target, a rotation target within
+    /// 1e-3 rad): the targets have come back onto the animation.
+    fn animation_meets(&mut self, rig: &Rig, animated: &Pose, goals: &[Goal]) {
+        rig.forward_kinematics(animated, &mut self.world);
+        for (met, group) in self.met.iter_mut().zip(&self.groups) {
+            *met = group.goals.iter().zip(&group.reach).all(|(&k, reach)| {
+                let goal = &goals[k];
+                if goal.bone >= rig.len() || goal.weight <= 0.0 {
+                    return true;
+                }
+                let (head, tail) = rig.head_tail(&self.world[goal.bone], goal.bone);
+                let point = match goal.point {
+                    crate::goal::EffectorPoint::Head => head,
+                    crate::goal::EffectorPoint::Tail => tail,
+                };
+                let turned = goal
+                    .rotation
+                    .filter(|_| goal.rotation_weight > 0.0)
+                    .map(|r| {
+                        let world =
+                            glam::Quat::from_mat3a(&self.world[goal.bone].matrix3).normalize();
+                        angle_between(world, r.normalize())
+                    });
+                point.distance(goal.target) <= 1e-4 * reach && turned.map_or(true, |a| a <= 1e-3)
+            });
+        }
+    }
+
+    /// Whether `bone`'s group's goals are met by the animation on this frame.
+    fn homing(&self, bone: usize) -> bool {
+        self.group_of_bone
+            .get(bone)
+            .and_then(|&g| self.met.get(g))
+            .copied()
+            .unwrap_or(false)
     }
 
     /// Takes the frame's targets as the last ones (the first frame, which is not checked).
@@ -314,11 +370,23 @@ pub fn solve_frames<S: Solver + ?Sized>(
                 // it. A quaternion the solve only normalised was not turned: compared
                 // exactly, an animated bone outside the chains took the last frame's value
                 // on every other frame.
+                if let Some(coherence) = coherence.as_mut() {
+                    coherence.animation_meets(rig, &next, goals);
+                }
                 for (i, carried) in carried.iter_mut().enumerate() {
                     let animated = next.rotations[i];
                     if *carried || turned(from.rotations[i], out.rotations[i]) {
-                        next.rotations[i] =
+                        let warm =
                             with_animation_turn(out.rotations[i], animated_before[i], animated);
+                        // Targets back on the animation: the chain comes home to it over a
+                        // few frames (kept on the last answer, an arm stayed 17-51 degrees
+                        // off the clip to the range's end and snapped back after it; QA
+                        // helper), reaching all the while.
+                        let home = coherence.as_ref().is_some_and(|c| c.homing(i));
+                        next.rotations[i] = match home {
+                            true => warm.slerp(animated.normalize(), HOMING),
+                            false => warm,
+                        };
                         *carried = true;
                     }
                     animated_before[i] = animated;
