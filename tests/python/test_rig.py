@@ -69,6 +69,10 @@ def test_limits_from_arrays(humanoid: tendon.Rig) -> None:
         tendon.Rig.from_arrays(humanoid.names, humanoid.parents, world, lengths, bad)
     with pytest.raises(tendon.TendonError, match="no bone 'elbow'"):
         tendon.Rig.from_arrays(humanoid.names, humanoid.parents, world, lengths, json.dumps({"elbow": {}}))
+    # The roll or neutral is the joint's, not an axis's (a zero neutral was "invalid y limit").
+    with pytest.raises(tendon.LimitError, match="invalid joint limits on bone 'forearm.L': the neutral rotation"):
+        bad = json.dumps({"forearm.L": {"neutral": [0.0, 0.0, 0.0, 0.0]}})
+        tendon.Rig.from_arrays(humanoid.names, humanoid.parents, world, lengths, bad)
     # A misspelt key is an error naming the bone and the key: it was left out silently,
     # and the joint free (a bone meant locked turned 90 degrees).
     for typo, key in (({"X": {"mode": "locked"}}, "`X`"), ({"euler_order": "XYZ"}, "`euler_order`")):

@@ -488,6 +488,13 @@ def test_tension_reference_pose(humanoid: tendon.Rig) -> None:
     assert np.degrees(2 * np.arccos(np.clip(dots, -1, 1))).max() < 0.5
     with pytest.raises(tendon.ShapeError):
         solver.set_reference_pose(humanoid, stored[:3])
+    # A rotation that is no rotation is refused when set, naming the bone (it was taken,
+    # and the next solve blamed the start's "pose rotation").
+    for bad, error in ((np.nan, tendon.NonFiniteError), (0.0, tendon.TendonError)):
+        broken = stored.copy()
+        broken[chain[0]] = bad
+        with pytest.raises(error, match=f"bone '{humanoid.names[chain[0]]}' in the reference pose"):
+            solver.set_reference_pose(humanoid, broken)
     solver.set_reference_pose(humanoid, None)
     with pytest.raises(tendon.TendonError, match="no pose was stored"):
         solver.solve(humanoid, [goal])

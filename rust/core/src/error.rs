@@ -35,11 +35,12 @@ pub enum TendonError {
         what: String,
     },
     /// A joint limit is malformed.
-    #[error("invalid {axis} limit on bone '{bone}': {reason}")]
+    #[error("invalid {} on bone '{bone}': {reason}", limit_label(*.axis))]
     InvalidLimit {
         /// The bone whose limit is wrong.
         bone: String,
-        /// The axis, 'x', 'y' or 'z'.
+        /// The axis, 'x', 'y' or 'z', or ' ' for a setting of the whole joint (the roll
+        /// of its limit axes, its neutral rotation).
         axis: char,
         /// Why it is refused.
         reason: String,
@@ -83,6 +84,14 @@ pub(crate) fn ensure_finite(values: &[f32], what: impl FnOnce() -> String) -> Re
         Ok(())
     } else {
         Err(TendonError::NonFinite { what: what() })
+    }
+}
+
+/// What an [`TendonError::InvalidLimit`] is about: an axis's limit, or the joint's.
+fn limit_label(axis: char) -> String {
+    match axis {
+        ' ' => "joint limits".into(),
+        axis => format!("{axis} limit"),
     }
 }
 

@@ -386,6 +386,12 @@ impl Solver {
                     &mut pose,
                     &mut state.scratch,
                 )?;
+                // Refused here, naming the bone, rather than at the next solve (a NaN or zero
+                // rotation was taken, and the solve called it the start's "pose rotation").
+                guarded(|| {
+                    pose.validate(&rig.rig)
+                        .map_err(|e| e.at("in the reference pose"))
+                })?;
                 Some(pose)
             }
         };

@@ -303,7 +303,7 @@ impl JointLimits {
         if !self.roll.is_finite() {
             return Err(TendonError::InvalidLimit {
                 bone: bone.to_owned(),
-                axis: 'y',
+                axis: ' ',
                 reason: format!("the limit axes' roll must be finite, not {}", self.roll),
             });
         }
@@ -311,7 +311,7 @@ impl JointLimits {
         if !(n.is_finite() && (n.length() - 1.0).abs() < 1e-3) {
             return Err(TendonError::InvalidLimit {
                 bone: bone.to_owned(),
-                axis: 'y',
+                axis: ' ',
                 reason: format!(
                     "the neutral rotation must be a unit quaternion [w, x, y, z], not [{}, {}, {}, {}]",
                     n.w, n.x, n.y, n.z
