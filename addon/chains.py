@@ -280,6 +280,11 @@ def bone_problems(
             # Its channels past its Limit Rotation's ranges (posed before, or keyed): the
             # solve starts from the same clamp Blender shows, its limits being the same.
             continue
+        if any(c.type == "LIMIT_ROTATION" and not c.mute for c in obj.pose.bones[entry.names[bone]].constraints):
+            # A Limit Rotation the limits do not model clamps its channels: solved, and the
+            # status says when the clamp keeps it short (`miss_notes`); refused, every solve
+            # after the first was (QA helper).
+            continue
         name = entry.names[bone]
         problems.setdefault(
             bone, f"bone '{name}' is not where its own channels put it (something Tendon does not model moves it)"

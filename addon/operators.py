@@ -105,9 +105,13 @@ def channel_snapshot(obj: bpy.types.Object) -> dict[str, np.ndarray]:
 def auto_key(context: Context, obj: bpy.types.Object, before: dict[str, np.ndarray]) -> int:
     """With Auto Keying on, keys the channels the solve changed at the current frame, as
     Blender's own transforms do (only channels already animated when the preferences ask
-    for that): on an animated armature the solve was lost at the next frame change.
+    for that, only existing keys in Replace mode): on an animated armature the solve was
+    lost at the next frame change.
     Returns how many bones were keyed."""
-    only_available = context.preferences.edit.use_keyframe_insert_available
+    options = {"INSERTKEY_AVAILABLE"} if context.preferences.edit.use_keyframe_insert_available else set()
+    if context.scene.tool_settings.auto_keying_mode == "REPLACE_KEYS":
+        # Replace mode changes existing keys only (it added keys where none were; QA helper).
+        options.add("INSERTKEY_REPLACE")
     after = channel_snapshot(obj)
     pose_bones = obj.pose.bones
     frame = context.scene.frame_current
@@ -116,7 +120,6 @@ def auto_key(context: Context, obj: bpy.types.Object, before: dict[str, np.ndarr
         changed = np.nonzero(np.abs(after[name] - before[name]).max(axis=1) > 0.0)[0]
         for index in changed.tolist():
             pose_bone = pose_bones[index]
-            options = {"INSERTKEY_AVAILABLE"} if only_available else set()
             if pose_bone.keyframe_insert(name, frame=frame, group=pose_bone.name, options=options):
                 keyed.add(index)
     return len(keyed)
@@ -189,10 +192,11 @@ class TENDON_OT_add_effector(Operator):
         other_objects = [o for o in context.selected_objects if o != obj]
         selected_bones = context.selected_pose_bones or []
         other_bones = [b for b in selected_bones if b != pose_bone and b.id_data == obj]
-        # A bone selected on another armature in Pose Mode is the target, not that
-        # armature's origin (its tip ended 0.9 from the bone; QA helper).
-        foreign_bones = [b for b in selected_bones if b.id_data != obj]
-        if foreign_bones:
+        # A bone selected on another selected armature in Pose Mode is the target, not that
+        # armature's origin (its tip ended 0.9 from the bone; QA helper); a selected object
+        # of another kind (an Empty) is picked before it.
+        foreign_bones = [b for b in selected_bones if b.id_data != obj and b.id_data in other_objects]
+        if foreign_bones and all(o.type == "ARMATURE" for o in other_objects):
             effector.target = foreign_bones[0].id_data
             effector.subtarget = foreign_bones[0].name
         elif other_objects:

@@ -30,7 +30,7 @@ from typing import Any
 import bpy
 import numpy as np
 
-from . import chains, hooks, native, props
+from . import chains, hooks, keys, native, props
 from .native import TendonUserError
 
 #: The most things a rig remembers (see `RigEntry.remember`).
@@ -164,32 +164,43 @@ def limit_rotation_signature(obj: bpy.types.Object, names: tuple[str, ...]) -> t
     )
 
 
-def limit_rotation_limits(pose_bone: bpy.types.PoseBone) -> dict[str, Any] | None:
+def limit_rotation_limits(pose_bone: bpy.types.PoseBone, animated: set[str]) -> dict[str, Any] | None:
     """A bone's Limit Rotation constraints as joint limits (the native JSON), when the
-    solve can hold the bone to exactly what they clamp it to: each unmuted, at full
-    influence, in Local Space, not the legacy behaviour, ranges that overlap. None
-    otherwise (the solve then says the constraint may clamp its answer)."""
-    order = pose_bone.rotation_mode if pose_bone.rotation_mode not in ("QUATERNION", "AXIS_ANGLE") else "XYZ"
+    solve can hold the bone to exactly what they clamp it to: each unmuted one at full
+    influence, in Local Space, not the legacy behaviour, in one Euler order, not animated
+    (`animated`: the armature's animated data paths), ranges that overlap, and the order's
+    middle axis held within +-90 degrees. Blender clamps the Euler angles it reads first;
+    the joint limits take any of a rotation's two Euler forms that fits, and with the middle
+    axis free a rotation Blender clamps has a second form that fits (a Z range of 100-170
+    degrees: written at -16 and clamped, 1.5 m off; QA helper). None otherwise (the solve
+    then says the constraint may clamp its answer)."""
+    bone_order = pose_bone.rotation_mode if pose_bone.rotation_mode not in ("QUATERNION", "AXIS_ANGLE") else "XYZ"
+    prefix = f'pose.bones["{bpy.utils.escape_identifier(pose_bone.name)}"].constraints'
+    if any(path.startswith(prefix) for path in animated):
+        return None
     ranges: dict[str, tuple[float, float]] = {}
+    orders = set()
     for constraint in pose_bone.constraints:
-        if constraint.type != "LIMIT_ROTATION":
+        if constraint.type != "LIMIT_ROTATION" or constraint.mute:
             continue
         if (
-            constraint.mute
-            or constraint.influence < 1.0
+            constraint.influence < 1.0
             or constraint.owner_space != "LOCAL"
             or getattr(constraint, "use_legacy_behavior", False)
         ):
             return None
-        if constraint.euler_order != "AUTO":
-            order = constraint.euler_order
+        orders.add(bone_order if constraint.euler_order == "AUTO" else constraint.euler_order)
         for axis in "xyz":
             if getattr(constraint, f"use_limit_{axis}"):
                 low, high = getattr(constraint, f"min_{axis}"), getattr(constraint, f"max_{axis}")
                 if axis in ranges:
                     low, high = max(low, ranges[axis][0]), min(high, ranges[axis][1])
                 ranges[axis] = (low, high)
-    if not ranges or any(low > high for low, high in ranges.values()):
+    if not ranges or len(orders) != 1 or any(low > high for low, high in ranges.values()):
+        return None
+    order = orders.pop()
+    middle = ranges.get(order[1].lower())
+    if middle is None or middle[0] < -math.pi / 2 or middle[1] > math.pi / 2:
         return None
     return {
         "order": order,
@@ -262,10 +273,14 @@ def limits_json(obj: bpy.types.Object, with_tension: bool, clamped_alike: set[st
                 # Blender does for rotations (a zero one is left for the library to name).
                 length = math.sqrt(sum(v * v for v in neutral))
                 limits[pose_bone.name]["neutral"] = [v / length for v in neutral] if length > 1e-6 else neutral
+    anim = obj.animation_data
+    animated = {fc.data_path for fc in keys.fcurves_of(obj) or ()}
+    if anim is not None:
+        animated |= {driver.data_path for driver in anim.drivers}
     for pose_bone in obj.pose.bones:
         if pose_bone.name in limits or not len(pose_bone.constraints):
             continue
-        modelled = limit_rotation_limits(pose_bone)
+        modelled = limit_rotation_limits(pose_bone, animated)
         if modelled is not None:
             limits[pose_bone.name] = modelled
             if clamped_alike is not None:

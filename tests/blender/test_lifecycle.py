@@ -370,6 +370,9 @@ def test_a_limit_rotation_on_a_chain_bone_is_solved_within_its_ranges() -> None:
     limit = shin.constraints.new("LIMIT_ROTATION")
     limit.owner_space = "LOCAL"
     limit.use_limit_x, limit.min_x, limit.max_x = True, -0.1, 0.1
+    # The order's middle axis held within +-90 degrees: Blender's clamp and the limits
+    # then read the same Euler angles.
+    limit.use_limit_y, limit.min_y, limit.max_y = True, -1.0, 1.0
     shin.rotation_euler = (0.5, 0.0, 0.0)
     target = rigs.empty("target", (0.8, 2.0, 1.5))
     rigs.add_effector(obj, "b3", target, chain_length=4)
@@ -383,3 +386,29 @@ def test_a_limit_rotation_on_a_chain_bone_is_solved_within_its_ranges() -> None:
         assert error(obj, "b3", target.matrix_world.translation) < 1e-4 * 4.0, obj.tendon.status
         assert "effector(s) reached in Blender's pose" in obj.tendon.status, obj.tendon.status
         assert "Limit Rotation" not in obj.tendon.status, obj.tendon.status
+
+
+def test_a_limit_rotation_the_limits_cannot_model_is_solved_not_refused() -> None:
+    """A Limit Rotation on one axis only (the Euler order's middle axis free) is not taken
+    as the bone's limits (a rotation Blender clamps has a second Euler form within them),
+    but a bone posed past it is solved, and the status says the clamp may keep it short:
+    it was refused ("not where its own channels put it") on every solve after the first."""
+    obj = rigs.chain(4)
+    for pose_bone in obj.pose.bones:
+        pose_bone.rotation_mode = "XYZ"
+    shin = obj.pose.bones["b1"]
+    limit = shin.constraints.new("LIMIT_ROTATION")
+    limit.owner_space = "LOCAL"
+    limit.use_limit_x, limit.min_x, limit.max_x = True, -0.1, 0.1
+    shin.rotation_euler = (0.5, 0.0, 0.0)
+    target = rigs.empty("target", (0.8, 2.0, 1.5))
+    rigs.add_effector(obj, "b3", target, chain_length=4)
+    for location in ((0.8, 2.0, 1.5), (0.8, 2.0, 1.45)):
+        target.location = location
+        rigs.update()
+        assert bpy.ops.tendon.solve() == {"FINISHED"}
+        rigs.update()
+        status = obj.tendon.status
+        reached = error(obj, "b3", target.matrix_world.translation) < 1e-4 * 4.0
+        assert ("1 effector(s) reached" in status) == reached, status
+        assert reached or "Limit Rotation" in status, status

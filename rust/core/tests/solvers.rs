@@ -1675,3 +1675,44 @@ fn a_pole_on_the_line_to_the_target_does_not_keep_a_chain_from_it() {
         }
     }
 }
+
+/// A target folded back near the chain's root that only turning a knuckle reaches: held
+/// rigid, the chain's inner reach is the knuckle's length; FABRIK's point pass used its
+/// cap and missed by 5.7 cm (QA helper). The knuckle's finish reaches it.
+#[test]
+fn a_target_only_a_knuckle_reaches_is_reached() {
+    let bone = |name: &str, parent: Option<&str>, offset: f32, length: f32| {
+        let rest = Transform {
+            translation: Vec3::new(0.0, offset, 0.0),
+            rotation: Quat::from_rotation_x(0.05),
+            scale: Vec3::ONE,
+        };
+        BoneDesc::new(name, parent, rest, length)
+    };
+    let rig = RigDesc {
+        bones: vec![
+            bone("a", None, 0.0, 1.0),
+            bone("b", Some("a"), 1.0, 1.0),
+            bone("tip", Some("b"), 1.0, 0.05),
+        ],
+    }
+    .build()
+    .unwrap();
+    for target in [Vec3::new(0.03, 0.02, 0.0), Vec3::new(0.0, 0.02, 0.03)] {
+        for name in ["fabrik", "ccd", "jacobian_dls", "two_bone"] {
+            let mut solver = SolverConfig::by_name(name).unwrap().build();
+            let (pose, report) = solver
+                .solve(
+                    &rig,
+                    &Pose::rest(3),
+                    &[Goal::new(2, target).with_chain_length(3)],
+                )
+                .unwrap();
+            let miss = tail(&rig, &pose, 2).distance(target);
+            assert!(
+                report.reached && miss < 3e-4,
+                "{name}, target {target}: {miss} off, {report:?}"
+            );
+        }
+    }
+}

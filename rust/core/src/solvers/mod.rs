@@ -193,6 +193,15 @@ pub trait Solver {
         false
     }
 
+    /// Whether a warm frame range re-solves, by damped least squares, the frames where this
+    /// solver's answer jumps from where the frame started ([`crate::batch`]): the
+    /// iterative solvers, whose start chooses among the answers. A closed form's answer is
+    /// the same from any start (two-bone's chain of three ignores a pole damped least
+    /// squares follows: re-solved frames left the elbow 7 cm from Solve IK's; QA helper).
+    fn guards_warm_frames(&self) -> bool {
+        true
+    }
+
     /// Solves `goals` from `start` and returns the new pose.
     fn solve(&mut self, rig: &Rig, start: &Pose, goals: &[Goal]) -> Result<(Pose, SolveReport)> {
         let mut out = Pose::rest(0);
@@ -382,6 +391,10 @@ impl Solver for AnySolver {
                 false
             }
         }
+    }
+
+    fn guards_warm_frames(&self) -> bool {
+        !matches!(self, AnySolver::TwoBone(_))
     }
 
     fn solve_near(

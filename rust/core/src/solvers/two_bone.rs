@@ -266,6 +266,11 @@ fn refresh_subtree(ws: &mut Workspace, rig: &Rig, bone: usize) {
 }
 
 impl Solver for TwoBone {
+    /// A closed form: the start does not choose its answer.
+    fn guards_warm_frames(&self) -> bool {
+        false
+    }
+
     fn solve_into(
         &mut self,
         rig: &Rig,
