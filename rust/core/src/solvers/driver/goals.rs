@@ -414,6 +414,12 @@ impl Workspace {
     /// short with damped least squares, 80 cm with the transpose. Goals sharing bones that
     /// are all beyond reach still pull together (the body leans after both hands).
     fn leave_out_shared_beyond_reach(&mut self) {
+        // Its memory taken on the first solve, so a later one allocates nothing.
+        self.kept_beyond.reserve(self.goals.len());
+        // The usual solve: every target within reach, nothing to decide.
+        if !self.goals.iter().any(|g| g.beyond_reach) {
+            return;
+        }
         let mut kept = std::mem::take(&mut self.kept_beyond);
         kept.clear();
         kept.extend((0..self.goals.len()).map(|g| {
