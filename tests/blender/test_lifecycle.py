@@ -357,12 +357,11 @@ def test_a_chain_hanging_from_a_frame_tendon_cannot_model_is_refused_by_name() -
     assert [tuple(pb.rotation_quaternion) for pb in obj.pose.bones] == before
 
 
-def test_a_limit_rotation_on_a_chain_bone_is_solved_within_its_ranges() -> None:
-    """A chain bone without Tendon limits takes its Limit Rotation's: the solve wrote a
-    rotation the constraint then clamped (X 0.374 against a range of +-0.1), and every
-    later solve, in live mode too, refused the bone as "not where its own channels put
-    it". Now each solve keeps it inside, reaches in Blender's pose, and follows an edit of
-    the ranges; a bone posed past them before is started from Blender's clamp."""
+def chain_with_limit_rotation(
+    middle_axis_held: bool,
+) -> tuple[bpy.types.Object, bpy.types.PoseBone, bpy.types.Constraint, bpy.types.Object]:
+    """A four-bone chain in XYZ Euler whose b1 has a Local Limit Rotation of X +-0.1 (and Y
+    +-1 when `middle_axis_held`), posed past it (X 0.5), with an effector on b3."""
     obj = rigs.chain(4)
     for pose_bone in obj.pose.bones:
         pose_bone.rotation_mode = "XYZ"
@@ -370,12 +369,23 @@ def test_a_limit_rotation_on_a_chain_bone_is_solved_within_its_ranges() -> None:
     limit = shin.constraints.new("LIMIT_ROTATION")
     limit.owner_space = "LOCAL"
     limit.use_limit_x, limit.min_x, limit.max_x = True, -0.1, 0.1
-    # The order's middle axis held within +-90 degrees: Blender's clamp and the limits
-    # then read the same Euler angles.
-    limit.use_limit_y, limit.min_y, limit.max_y = True, -1.0, 1.0
+    if middle_axis_held:
+        limit.use_limit_y, limit.min_y, limit.max_y = True, -1.0, 1.0
     shin.rotation_euler = (0.5, 0.0, 0.0)
     target = rigs.empty("target", (0.8, 2.0, 1.5))
     rigs.add_effector(obj, "b3", target, chain_length=4)
+    return obj, shin, limit, target
+
+
+def test_a_limit_rotation_on_a_chain_bone_is_solved_within_its_ranges() -> None:
+    """A chain bone without Tendon limits takes its Limit Rotation's: the solve wrote a
+    rotation the constraint then clamped (X 0.374 against a range of +-0.1), and every
+    later solve, in live mode too, refused the bone as "not where its own channels put
+    it". Now each solve keeps it inside, reaches in Blender's pose, and follows an edit of
+    the ranges; a bone posed past them before is started from Blender's clamp."""
+    # The order's middle axis held within +-90 degrees: Blender's clamp and the limits
+    # then read the same Euler angles.
+    obj, shin, limit, target = chain_with_limit_rotation(middle_axis_held=True)
     for location, bound in (((0.8, 2.0, 1.5), 0.1), ((0.8, 2.0, 1.45), 0.1), ((0.0, 3.5, 0.8), 0.05)):
         limit.min_x, limit.max_x = -bound, bound
         target.location = location
@@ -393,16 +403,7 @@ def test_a_limit_rotation_the_limits_cannot_model_is_solved_not_refused() -> Non
     as the bone's limits (a rotation Blender clamps has a second Euler form within them),
     but a bone posed past it is solved, and the status says the clamp may keep it short:
     it was refused ("not where its own channels put it") on every solve after the first."""
-    obj = rigs.chain(4)
-    for pose_bone in obj.pose.bones:
-        pose_bone.rotation_mode = "XYZ"
-    shin = obj.pose.bones["b1"]
-    limit = shin.constraints.new("LIMIT_ROTATION")
-    limit.owner_space = "LOCAL"
-    limit.use_limit_x, limit.min_x, limit.max_x = True, -0.1, 0.1
-    shin.rotation_euler = (0.5, 0.0, 0.0)
-    target = rigs.empty("target", (0.8, 2.0, 1.5))
-    rigs.add_effector(obj, "b3", target, chain_length=4)
+    obj, shin, _limit, target = chain_with_limit_rotation(middle_axis_held=False)
     for location in ((0.8, 2.0, 1.5), (0.8, 2.0, 1.45)):
         target.location = location
         rigs.update()
