@@ -126,11 +126,19 @@ def apply(obj: bpy.types.Object, source: str, recognise: bool) -> Outcome:
             reset(obj.pose.bones[item.written].tendon)
     for name, joint in limits.items():
         write(obj.pose.bones[name].tendon, joint)
+    # A role applied again as stored keeps how it was found: pressed twice, every role read
+    # "given", as if corrected by hand (QA helper).
+    # (Only a role the user left as the last run wrote it: one whose bone was changed by
+    # hand is "given".)
+    before = {item.role: (item.bone, item.how) for item in settings.human_roles if item.bone == item.written}
     settings.human_roles.clear()
     rank = {role: k for k, role in enumerate(ROLE_ORDER)}
     for role in sorted(found.roles, key=lambda r: rank.get(r, len(rank))):
         item = settings.human_roles.add()
-        item.role, item.bone, item.how = role, found.roles[role], found.how[role]
+        bone, how = found.roles[role], found.how[role]
+        if overrides is not None and before.get(role, ("", ""))[0] == bone and before[role][1]:
+            how = before[role][1]
+        item.role, item.bone, item.how = role, bone, how
         item.written = found.roles[role] if found.roles[role] in limits else ""
     # Roles dropped by hand stay dropped when the mapping is applied again.
     for role, bone in (overrides or {}).items():

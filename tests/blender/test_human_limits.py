@@ -268,7 +268,14 @@ def test_corrections_are_applied_and_kept() -> None:
         assert toe.limit_roll == 0.0 and toe.euler_order == "XYZ"
     heel = obj.pose.bones["heel.02.L"].tendon
     assert heel.use_limit_x and heel.use_limit_y and heel.use_limit_z
-    assert next(i.how for i in obj.tendon.human_roles if i.role == "toe.L") == "given"
+    how = {item.role: item.how for item in obj.tendon.human_roles}
+    assert how["toe.L"] == "given"
+    # The roles left as they were keep how they were found: pressed again, every role read
+    # "given", as if corrected by hand.
+    assert how["thigh.L"] != "given", how["thigh.L"]
+    assert run() == {"FINISHED"}
+    how = {item.role: item.how for item in obj.tendon.human_roles}
+    assert how["thigh.L"] != "given" and how["toe.L"] == "given", how
     assert run(recognise=True) == {"FINISHED"}
     assert roles(obj) == METARIG_ROLES
 
