@@ -306,6 +306,7 @@ class TENDON_OT_remove_spring(Operator):
     def execute(self, context: Context) -> set[str]:
         settings = context.active_object.tendon
         index = settings.active_spring_index
+        bone = settings.springs[index].bone
         try:
             settings.springs.remove(index)
         except TypeError:
@@ -317,6 +318,8 @@ class TENDON_OT_remove_spring(Operator):
             )
             return {"CANCELLED"}
         settings.active_spring_index = max(0, min(index, len(settings.springs) - 1))
+        # Said, as removing an effector is (it was silent).
+        self.report({"INFO"}, f"Removed spring chain {index + 1} ('{bone}')")
         return {"FINISHED"}
 
 

@@ -946,3 +946,18 @@ def test_solve_keys_what_it_changed_when_auto_keying_is_on() -> None:
     for bone, frames in (("b0", [1.0, 5.0, 10.0]), ("b3", [1.0, 5.0, 10.0])):
         keyed = keys_of(obj, f'pose.bones["{bone}"].rotation_quaternion', 0)[:, 0].tolist()
         assert keyed == frames, (bone, keyed)
+
+
+def test_add_and_remove_spring_chains() -> None:
+    """Removing the active spring chain takes that one and keeps the active index in range
+    (and says so, as removing an effector does)."""
+    obj = rigs.chain(6)
+    rigs.activate(obj)
+    for bone in ("b5", "b2"):
+        obj.data.bones.active = obj.data.bones[bone]
+        assert bpy.ops.tendon.add_spring(chain_length=2) == {"FINISHED"}
+    assert [s.bone for s in obj.tendon.springs] == ["b5", "b2"]
+    obj.tendon.active_spring_index = 1
+    assert bpy.ops.tendon.remove_spring() == {"FINISHED"}
+    assert [s.bone for s in obj.tendon.springs] == ["b5"]
+    assert obj.tendon.active_spring_index == 0
