@@ -1161,8 +1161,8 @@ class Shortcut:
     reach: tuple[np.ndarray, ...]
     check_bones: list[str]
     use_tail: list[bool]
-    #: Parents whose scale moving bones inherit other than fully: solved while they show
-    #: none, else the refusals look at them.
+    #: Parents whose scale moving bones, or the bones above them, inherit other than fully:
+    #: solved while they show none, else the refusals look at them.
     unit_parents: list[int] = field(default_factory=list)
     #: The goals planned natively (`PosePlan`), made by the first `solve` that can use it.
     native_plan: Any = None
@@ -1381,9 +1381,12 @@ def prepare_whole(obj: bpy.types.Object, effectors: tuple[Effector | None, ...])
         inspect = any(
             bone in entry.constrained or bone in entry.driven or bone in entry.no_inherit_rotation for bone in moving
         )
-        # Inheriting scale other than fully is modelled while the parent shows no scale.
+        # Inheriting scale other than fully is modelled while the parent shows no scale: for
+        # the moving bones, and for the bones the chains hang from (`chains.frame_problems`,
+        # which the whole way runs when such a parent shows scale).
+        inheriting = set(moving) | {above for bone in moving for above in chains.ancestors(entry, bone)}
         unit_parents = sorted(
-            {entry.parents[bone] for bone in moving if bone in entry.inherit_scale and entry.parents[bone] >= 0}
+            {entry.parents[bone] for bone in inheriting if bone in entry.inherit_scale and entry.parents[bone] >= 0}
         )
         shortcut = Shortcut(
             plan,

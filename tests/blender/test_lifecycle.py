@@ -347,10 +347,14 @@ def test_a_chain_hanging_from_a_frame_tendon_cannot_model_is_refused_by_name() -
     only "not reached". It is now refused, naming the bone, and nothing moves."""
     obj = rigs.chain(5)
     obj.data.bones["b1"].inherit_scale = "AVERAGE"
-    obj.pose.bones["b0"].scale = (1.0, 1.5, 0.7)
     rigs.update()
     target = rigs.empty("target", rigs.tail_world(obj, "b4") + Vector((0.02, -0.015, 0.02)))
     rigs.add_effector(obj, "b4", target, chain_length=3)
+    # Solved while b0 shows no scale (which also leaves the solve's shortcut for the next
+    # one), then b0 scaled: the next solve must look again, not reuse what it knew.
+    assert bpy.ops.tendon.solve() == {"FINISHED"}
+    obj.pose.bones["b0"].scale = (1.0, 1.5, 0.7)
+    rigs.update()
     before = [tuple(pb.rotation_quaternion) for pb in obj.pose.bones]
     with pytest.raises(RuntimeError, match="bone 'b1', which the chain hangs from, inherits scale as 'AVERAGE'"):
         bpy.ops.tendon.solve()

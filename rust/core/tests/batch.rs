@@ -470,6 +470,26 @@ struct TwistingArm {
 }
 
 impl TwistingArm {
+    /// The humanoid's left arm (hand, forearm, upper arm), its target on the animated hand's
+    /// tail but `offset` away on frames 10 to 30, over `frames` frames.
+    fn new(rig: &Rig, offset: Vec3, frames: usize) -> Self {
+        let hand = rig.index_of("hand.L").unwrap();
+        let forearm = rig.parent(hand).unwrap();
+        let mut arm = TwistingArm {
+            bones: [hand, forearm, rig.parent(forearm).unwrap()],
+            offset,
+            tails: Vec::new(),
+            frames,
+        };
+        for frame in 0..frames {
+            let mut pose = Pose::rest(rig.len());
+            arm.frame_pose(rig, frame, &mut pose);
+            arm.tails
+                .push(rig.head_tail(&rig.world_matrices(&pose)[hand], hand).1);
+        }
+        arm
+    }
+
     fn animated(&self, frame: usize) -> (Quat, Quat) {
         let t = frame as f32 / 40.0;
         (
@@ -505,25 +525,8 @@ impl FrameInput for TwistingArm {
 #[test]
 fn a_warm_chain_follows_its_animation_where_the_target_leaves_it() {
     let rig = humanoid();
-    let hand = rig.index_of("hand.L").unwrap();
-    let bones = [
-        hand,
-        rig.parent(hand).unwrap(),
-        rig.parent(rig.parent(hand).unwrap()).unwrap(),
-    ];
-    let mut input = TwistingArm {
-        bones,
-        offset: Vec3::new(0.03, 0.04, 0.0),
-        tails: Vec::new(),
-        frames: 40,
-    };
-    for frame in 0..40 {
-        let mut pose = Pose::rest(rig.len());
-        input.frame_pose(&rig, frame, &mut pose);
-        input
-            .tails
-            .push(rig.head_tail(&rig.world_matrices(&pose)[hand], hand).1);
-    }
+    let input = TwistingArm::new(&rig, Vec3::new(0.03, 0.04, 0.0), 40);
+    let (hand, bones) = (input.bones[0], input.bones);
     let mut goals = [Goal::new(hand, Vec3::ZERO).with_chain_length(3)];
     let mut solver = JacobianDls::default();
     let rest = Pose::rest(rig.len());
@@ -620,26 +623,8 @@ fn warm_frames_on_limited_joints_do_not_jump() {
 #[test]
 fn a_warm_chain_comes_home_when_its_targets_come_back_onto_the_animation() {
     let rig = humanoid();
-    let hand = rig.index_of("hand.L").unwrap();
-    let bones = [
-        hand,
-        rig.parent(hand).unwrap(),
-        rig.parent(rig.parent(hand).unwrap()).unwrap(),
-    ];
-    let frames = 60;
-    let mut input = TwistingArm {
-        bones,
-        offset: Vec3::new(0.05, 0.08, 0.0),
-        tails: Vec::new(),
-        frames,
-    };
-    for frame in 0..frames {
-        let mut pose = Pose::rest(rig.len());
-        input.frame_pose(&rig, frame, &mut pose);
-        input
-            .tails
-            .push(rig.head_tail(&rig.world_matrices(&pose)[hand], hand).1);
-    }
+    let input = TwistingArm::new(&rig, Vec3::new(0.05, 0.08, 0.0), 60);
+    let (hand, bones) = (input.bones[0], input.bones);
     for name in ["jacobian_dls", "fabrik", "ccd"] {
         let mut solver = SolverConfig::by_name(name).unwrap().build();
         let mut goals = [Goal::new(hand, Vec3::ZERO).with_chain_length(3)];
