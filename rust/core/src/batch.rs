@@ -5,7 +5,9 @@
 //! The warm-start policy lives here so every caller bakes alike: with one start pose the
 //! next frame starts from the last answer's rotations; with an animated pose per frame, the
 //! bones a solve has turned (on this frame or any before) start where the last solve left
-//! them and every other bone takes the frame's animated value. Translations always come from the start (or the frame's pose):
+//! them, turned on by the animation's own turn since the last frame and settled towards
+//! the animated pose as far as the animation moved, and every other bone takes the
+//! frame's animated value. Translations always come from the start (or the frame's pose):
 //! a root `move_root` moved for the frames that needed it goes back where it was when no
 //! target needs it (it stayed moved on every later frame). The tension minimiser relaxing towards "the pose before the solve" is
 //! given the frame's animated pose for it ([`Solver::solve_near`]).
@@ -119,6 +121,11 @@ const JUMP_ANGLE: f32 = 0.15;
 /// frame whose animation meets its group's goals (see [`solve_frames`]).
 const HOMING: f32 = 0.25;
 
+/// The share of the way back to the animated pose a carried bone's start takes on the
+/// other frames, per radian its group's animation turned since the last frame (see
+/// [`Coherence::animation_moves`]).
+const SETTLING: f32 = 2.0;
+
 /// How many times the targets' move (relative to their chains' lengths, as an angle) a
 /// warm frame's largest turn may be before it counts as a jump.
 const JUMP_FACTOR: f32 = 4.0;
@@ -145,6 +152,9 @@ struct Coherence {
     /// frames in the animated pose (only these: a whole rig's, per frame, cost the bake).
     path: Vec<usize>,
     world: Vec<glam::Affine3A>,
+    /// Per bone, the share of the way back to the animation its start takes this frame
+    /// (see [`Coherence::animation_moves`]).
+    settling: Vec<f32>,
 }
 
 /// One group's goals, the bones their chains turn, each goal's chain length and its
@@ -196,6 +206,7 @@ impl Coherence {
             goals_of_bone,
             path,
             world: vec![glam::Affine3A::IDENTITY; rig.len()],
+            settling: vec![0.0; rig.len()],
         }
     }
 
@@ -235,6 +246,31 @@ impl Coherence {
                     && turned.map_or(true, |a| a <= 1e-2);
             }
         }
+    }
+
+    /// Notes, per group, how far its chains' animation turned from `before` to `now` (the
+    /// largest turn of one of its bones): the carried bones' starts take a share of the
+    /// way back to the animation in proportion. Carried on the last answer turned by the
+    /// animation's own turn, a chain whose target stands still off a swinging animation
+    /// crept 17-19 degrees a cycle (every iterative solver but tension; QA helper); where
+    /// the animation stands still, so does the start (a target standing still is held).
+    fn animation_moves(&mut self, before: &[Quat], now: &Pose) {
+        for group in &self.groups {
+            let moved = group
+                .bones
+                .iter()
+                .map(|&b| angle_between(before[b], now.rotations[b]))
+                .fold(0.0f32, f32::max);
+            let pull = (SETTLING * moved).min(1.0);
+            for &bone in &group.bones {
+                self.settling[bone] = pull;
+            }
+        }
+    }
+
+    /// The share of the way back to the animation `bone`'s start takes this frame.
+    fn settling(&self, bone: usize) -> f32 {
+        self.settling[bone]
     }
 
     /// Whether every goal whose chain turns `bone` is met by the animation on this frame
@@ -393,6 +429,7 @@ pub fn solve_frames<S: Solver + ?Sized>(
                 // on every other frame.
                 if let Some(coherence) = coherence.as_mut() {
                     coherence.animation_meets(rig, &next, goals);
+                    coherence.animation_moves(&animated_before, &next);
                 }
                 for (i, carried) in carried.iter_mut().enumerate() {
                     let animated = next.rotations[i];
@@ -402,10 +439,16 @@ pub fn solve_frames<S: Solver + ?Sized>(
                         // Targets back on the animation: the chain comes home to it over a
                         // few frames (kept on the last answer, an arm stayed 17-51 degrees
                         // off the clip to the range's end and snapped back after it; QA
-                        // helper), reaching all the while.
-                        let home = coherence.as_ref().is_some_and(|c| c.homing(i));
-                        next.rotations[i] = match home {
-                            true => warm.slerp(animated.normalize(), HOMING),
+                        // helper), reaching all the while. Elsewhere the start settles towards
+                        // the animation as far as the animation moves (see
+                        // `Coherence::animation_moves`).
+                        let pull = match coherence.as_ref() {
+                            Some(c) if c.homing(i) => HOMING.max(c.settling(i)),
+                            Some(c) => c.settling(i),
+                            None => 0.0,
+                        };
+                        next.rotations[i] = match pull > 0.0 {
+                            true => warm.slerp(animated.normalize(), pull),
                             false => warm,
                         };
                         *carried = true;

@@ -654,3 +654,101 @@ fn a_warm_chain_comes_home_when_its_targets_come_back_onto_the_animation() {
         );
     }
 }
+
+/// The humanoid's left arm swinging (a cycle of 30 frames) while the hand's target stands
+/// still off the animation.
+struct SwingingArm {
+    bones: [usize; 3],
+    target: Vec3,
+}
+
+const SWING_PERIOD: usize = 30;
+
+impl SwingingArm {
+    fn animated(frame: usize) -> [Quat; 3] {
+        let phase = frame as f32 / SWING_PERIOD as f32 * std::f32::consts::TAU;
+        [
+            Quat::from_rotation_z(0.3 * (2.0 * phase).sin()),
+            Quat::from_rotation_x(0.4 + 0.3 * (phase + 1.0).sin()),
+            Quat::from_rotation_x(0.5 * phase.sin()) * Quat::from_rotation_z(0.3 * phase.cos()),
+        ]
+    }
+}
+
+impl FrameInput for SwingingArm {
+    fn frame_count(&self) -> usize {
+        4 * SWING_PERIOD
+    }
+    fn set_goals(&self, _frame: usize, goals: &mut [Goal]) {
+        goals[0].target = self.target;
+    }
+    fn has_frame_poses(&self) -> bool {
+        true
+    }
+    fn frame_pose(&self, rig: &Rig, frame: usize, pose: &mut Pose) {
+        pose.reset(rig.len());
+        for (&bone, rotation) in self.bones.iter().zip(Self::animated(frame)) {
+            pose.rotations[bone] = rotation;
+        }
+    }
+}
+
+/// A target standing still while the animation swings: each cycle gives the same poses,
+/// every iterative solver. Started from the last answer turned on by the animation, the
+/// arm crept 17-19 degrees a cycle with damped least squares, FABRIK and CCD (51 after
+/// three cycles of a Rigify metarig bake; QA helper).
+#[test]
+fn a_still_target_off_a_swinging_animation_gives_the_same_pose_each_cycle() {
+    let rig = humanoid();
+    let hand = rig.index_of("hand.L").unwrap();
+    let forearm = rig.parent(hand).unwrap();
+    let bones = [hand, forearm, rig.parent(forearm).unwrap()];
+    let mut first = Pose::rest(rig.len());
+    let input = SwingingArm {
+        bones,
+        target: Vec3::ZERO,
+    };
+    input.frame_pose(&rig, 0, &mut first);
+    let tail = rig.head_tail(&rig.world_matrices(&first)[hand], hand).1;
+    let input = SwingingArm {
+        bones,
+        target: tail + Vec3::new(0.03, -0.08, -0.05),
+    };
+    for name in [
+        "jacobian_dls",
+        "fabrik",
+        "ccd",
+        "jacobian_transpose",
+        "tension",
+    ] {
+        let mut solver = SolverConfig::by_name(name).unwrap().build();
+        let mut goals = [Goal::new(hand, Vec3::ZERO).with_chain_length(3)];
+        let mut poses = Vec::new();
+        solve_frames(
+            &mut solver,
+            &rig,
+            &first,
+            &mut goals,
+            &input,
+            true,
+            |frame, pose, report| {
+                assert!(report.reached, "{name} frame {frame}: {report:?}");
+                poses.push(pose.clone());
+            },
+        )
+        .unwrap();
+        // The second cycle against the fourth: what creeps, creeps on.
+        let creep = (SWING_PERIOD..2 * SWING_PERIOD)
+            .flat_map(|f| {
+                let (a, b) = (&poses[f], &poses[f + 2 * SWING_PERIOD]);
+                bones.map(|bone| math::angle_between(a.rotations[bone], b.rotations[bone]))
+            })
+            .fold(0.0f32, f32::max)
+            .to_degrees();
+        println!("{name}: {creep:.2} degrees between the second and fourth cycles");
+        // The minimiser stops within its tolerance, a few degrees apart from cycle to cycle
+        // (3.9 before, where it did not creep either: it pulls towards the frame's pose).
+        let most = if name == "tension" { 10.0 } else { 1.0 };
+        assert!(creep < most, "{name}: {creep:.2} degrees");
+    }
+}
