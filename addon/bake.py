@@ -162,6 +162,17 @@ class Baker:
         self.scaled = sorted({b for plan in self.scale_plans for b in plan.bones})
         keyed = range(len(self.entry.names)) if settings.all_bones else sorted(chains)
         self.keyed = [bone for bone in keyed if bone not in not_finite]
+        pose_bones = obj.pose.bones
+        written = [
+            (self.entry.names[b], pose.rotation_channel(pose_bones[self.entry.names[b]].rotation_mode)[0])
+            for b in self.keyed
+        ]
+        written += [(self.entry.names[b], "scale") for b in self.scaled]
+        if obj.tendon.move_root:
+            written += [(self.entry.names[b], "location") for b in self.keyed]
+        muted = keys.muted_channel(obj, written)
+        if muted:
+            raise TendonUserError(muted)
         affecting = set()
         for bone in chains:
             affecting.update(chain_bones(self.entry, bone, 0))
@@ -679,7 +690,13 @@ def animation_reason(id_data: bpy.types.ID, allowed_paths: tuple[str, ...]) -> s
         return "drivers"
     if any(not track.mute for track in anim.nla_tracks):
         return "NLA tracks"
-    other = [fc.data_path for fc in keys.fcurves_of(id_data) or () if fc.data_path not in allowed_paths]
+    fcurves = keys.fcurves_of(id_data) or ()
+    # Whether Blender plays curves in a muted group differs between versions (4.2 holds
+    # them still, 4.5 and 5.0 play them): only its evaluation says (read directly, a 4.2
+    # bake followed target curves the scene held still, 0.8 off; QA helper).
+    if any(fc.group is not None and fc.group.mute for fc in fcurves):
+        return "a muted channel group"
+    other = [fc.data_path for fc in fcurves if fc.data_path not in allowed_paths]
     if not other:
         return None
     if all(path.startswith("pose.bones[") for path in other):

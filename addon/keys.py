@@ -201,6 +201,27 @@ def action_fcurves(action: bpy.types.Action, id_data: bpy.types.ID) -> Any:
     return bag.fcurves if bag else []
 
 
+def muted_channel(obj: bpy.types.Object, channels: list[tuple[str, str]]) -> str | None:
+    """Why a bake cannot key one of `channels` ((bone name, pose-bone property) pairs):
+    its F-curve, or the channel group holding it, is muted in the armature's action, so
+    keys written there would not play while the status said every frame reached (the
+    effector 1.3-1.4 off in Blender's pose; QA helper). None when all can be keyed."""
+    wanted = {f'pose.bones["{bpy.utils.escape_identifier(bone)}"].{prop}': (bone, prop) for bone, prop in channels}
+    for fcurve in fcurves_of(obj) or ():
+        named = wanted.get(fcurve.data_path)
+        if named is None:
+            continue
+        group = fcurve.group
+        if fcurve.mute or (group is not None and group.mute):
+            bone, prop = named
+            how = "F-curve is muted" if fcurve.mute else f"F-curve's channel group '{group.name}' is muted"
+            return (
+                f"Bone '{bone}': its {prop} {how}, so keys baked into it would not play: unmute it to "
+                "bake onto it; nothing baked"
+            )
+    return None
+
+
 def find_fcurve(id_data: bpy.types.ID, data_path: str, index: int) -> bpy.types.FCurve | None:
     fcurves = fcurves_of(id_data)
     return fcurves.find(data_path, index=index) if fcurves is not None else None

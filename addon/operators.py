@@ -532,8 +532,20 @@ class TENDON_OT_bake(Operator):
     bl_label = "Bake IK"
     bl_options: ClassVar[set[str]] = {"REGISTER", "UNDO"}
 
-    frame_start: IntProperty(name="Start", description="First frame to bake (default: the scene's)", min=-1048574)
-    frame_end: IntProperty(name="End", description="Last frame to bake (default: the scene's)", min=-1048574)
+    frame_start: IntProperty(
+        name="Start",
+        description="First frame to bake (default: the preview range's, else the scene's)",
+        min=-1048574,
+        # Not remembered for the next bake: set here by each run, it would pin the range.
+        options={"SKIP_SAVE"},
+    )
+    frame_end: IntProperty(
+        name="End",
+        description="Last frame to bake (default: the preview range's, else the scene's)",
+        min=-1048574,
+        # Not remembered for the next bake: set here by each run, it would pin the range.
+        options={"SKIP_SAVE"},
+    )
     step: IntProperty(name="Step", default=1, min=1, max=1000, description="Key every this many frames")
     bones: EnumProperty(
         name="Bones",
@@ -588,9 +600,17 @@ class TENDON_OT_bake(Operator):
 
     def settings(self, context: Context) -> bake.BakeSettings:
         scene = context.scene
+        # Unset, the range is the timeline's: its preview range when that is on (as Blender's
+        # Bake Action takes it), else the scene's. Written back, so the redo panel shows the
+        # range baked (it showed 0 to 0) and a redo bakes the same one.
+        preview = scene.use_preview_range
+        if not self.properties.is_property_set("frame_start"):
+            self.frame_start = scene.frame_preview_start if preview else scene.frame_start
+        if not self.properties.is_property_set("frame_end"):
+            self.frame_end = scene.frame_preview_end if preview else scene.frame_end
         return bake.BakeSettings(
-            frame_start=self.frame_start if self.properties.is_property_set("frame_start") else scene.frame_start,
-            frame_end=self.frame_end if self.properties.is_property_set("frame_end") else scene.frame_end,
+            frame_start=self.frame_start,
+            frame_end=self.frame_end,
             step=self.step,
             all_bones=self.bones == "ALL",
             new_action=self.destination == "NEW_ACTION",

@@ -1254,3 +1254,76 @@ def test_baking_springs_after_their_input_is_deleted_swings_them_from_the_action
     assert np.isfinite(again).all()
     fresh = inputs.input_of(obj.animation_data.action)
     assert fresh is not None and fresh.use_fake_user
+
+
+@pytest.mark.parametrize(
+    ("destination", "muted"), [("REPLACE", "curve"), ("NEW_ACTION", "curve"), ("REPLACE", "group")]
+)
+def test_a_bake_onto_muted_curves_is_refused_by_bone_and_changes_nothing(destination: str, muted: str) -> None:
+    """Keys written into a muted F-curve (or one in a muted channel group) do not play: the
+    bake wrote them and said every frame reached, the effector 1.3-1.4 off in Blender's pose
+    (QA helper). Refused before anything changes, naming the bone."""
+    obj, _target = animated_chain()
+    for bone in CHAIN:
+        obj.pose.bones[bone].keyframe_insert("rotation_quaternion", frame=1, group=bone)
+    for fcurve in keys_module().fcurves_of(obj):
+        if '"b1"' in fcurve.data_path:
+            if muted == "curve":
+                fcurve.mute = True
+            else:
+                fcurve.group.mute = True
+    action = obj.animation_data.action
+    before = quaternion_keys(obj, "b1").copy()
+    with pytest.raises(RuntimeError, match="Bone 'b1': its rotation_quaternion F-curve.* muted.*nothing baked"):
+        bpy.ops.tendon.bake(frame_start=1, frame_end=20, destination=destination)
+    assert obj.animation_data.action == action
+    np.testing.assert_array_equal(quaternion_keys(obj, "b1"), before)
+    # Unmuted, the same bake keys every frame and Blender's pose shows it.
+    for fcurve in keys_module().fcurves_of(obj):
+        fcurve.mute = False
+        if fcurve.group is not None:
+            fcurve.group.mute = False
+    assert bpy.ops.tendon.bake(frame_start=1, frame_end=20, destination=destination) == {"FINISHED"}
+    assert len(quaternion_keys(obj, "b1")) == 20
+
+
+def test_a_bake_without_a_range_takes_the_preview_range_when_it_is_on() -> None:
+    """Blender's Bake Action takes the timeline's preview range when it is on; Bake IK
+    baked the whole scene (keys over 1-100 for a 20-40 preview)."""
+    obj, _target = animated_chain()
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 30
+    scene.use_preview_range = True
+    scene.frame_preview_start, scene.frame_preview_end = 5, 12
+    try:
+        assert bpy.ops.tendon.bake(destination="REPLACE") == {"FINISHED"}
+        frames = keys_of(obj, 'pose.bones["b1"].rotation_quaternion', 0)[:, 0]
+        assert frames.min() == 5 and frames.max() == 12 and len(frames) == 8
+        scene.use_preview_range = False
+        assert bpy.ops.tendon.bake(destination="REPLACE") == {"FINISHED"}
+        frames = keys_of(obj, 'pose.bones["b1"].rotation_quaternion', 0)[:, 0]
+        assert frames.min() == 1 and frames.max() == 30 and len(frames) == 30
+    finally:
+        scene.use_preview_range = False
+
+
+def test_target_curves_in_a_muted_group_are_read_as_blender_plays_them() -> None:
+    """Whether Blender plays F-curves in a muted channel group differs between versions
+    (4.2 holds them still; 4.5 and 5.0 play them): the bake evaluates the scene for such a
+    target, and its keys reach where the target is shown (read directly, a 4.2 bake
+    followed curves the scene held still, 0.8 off; QA helper)."""
+    obj = rigs.chain(4)
+    target = rigs.empty("target", (0.0, 0.0, 0.0))
+    for frame, seed in zip((1, 10, 20), range(3), strict=True):
+        target.location = rigs.random_pose_tail(obj, "b3", seed=seed, spread=0.6)
+        target.keyframe_insert("location", frame=frame, group="Moves")
+    rigs.add_effector(obj, "b3", target, chain_length=4)
+    for fcurve in keys_module().fcurves_of(target):
+        fcurve.group.mute = True
+    assert bpy.ops.tendon.bake(frame_start=1, frame_end=20, destination="REPLACE") == {"FINISHED"}
+    assert "scene evaluated per frame" in obj.tendon.status, obj.tendon.status
+    scene = bpy.context.scene
+    for frame in (1, 10, 17):
+        scene.frame_set(frame)
+        tail = obj.matrix_world @ obj.pose.bones["b3"].tail
+        assert (tail - target.matrix_world.translation).length < 1e-4, frame
