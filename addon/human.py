@@ -95,16 +95,19 @@ def apply(obj: bpy.types.Object, source: str, recognise: bool) -> Outcome:
         found = humanoid.recognize(names, parents, heads, tails, rest, overrides=overrides)
     except humanoid.HumanoidError as error:
         raise TendonUserError(f"Armature '{obj.name}': {error}") from error
+    # Directions along the limbs, whatever way the bones point (an FBX import's sideways
+    # bones; see `humanoid.limb_tails`).
+    along = humanoid.limb_tails(found, heads, tails, rest)
     # A mapping the user corrected stands as given; one recognised afresh must be upright.
     pose = pose_arrays(obj, names) if source != "REST" or overrides is None else None
-    if overrides is None and not humanoid.upright(found, heads, tails):
+    if overrides is None and not humanoid.upright(found, heads, along):
         # Not upright at rest: a humanoid resting oddly (motion capture resting with every
         # bone pointing up) stands in its pose; a four-legged rig with human names does not.
-        lengths = np.linalg.norm(tails - heads, axis=1)[:, None]
         pose_heads = pose[:, :3, 3]
-        pose_tails = (
-            pose_heads + pose[:, :3, 1] / np.maximum(np.linalg.norm(pose[:, :3, 1], axis=1), 1e-12)[:, None] * lengths
+        turns = humanoid.rotation_parts(pose[:, :3, :3]) @ np.transpose(
+            humanoid.rotation_parts(rest[:, :3, :3]), (0, 2, 1)
         )
+        pose_tails = pose_heads + np.einsum("nij,nj->ni", turns, along - heads)
         if not humanoid.upright(found, pose_heads, pose_tails):
             raise TendonUserError(
                 f"Armature '{obj.name}': no humanoid found: its legs ('{found.roles['thigh.L']}', "
@@ -114,7 +117,7 @@ def apply(obj: bpy.types.Object, source: str, recognise: bool) -> Outcome:
             )
     if source == "REST":
         pose = None
-    from_pose = source == "POSE" or (source == "AUTO" and not humanoid.standing_rest(found, heads, tails))
+    from_pose = source == "POSE" or (source == "AUTO" and not humanoid.standing_rest(found, heads, along))
     try:
         limits = humanoid.human_limits(found, names, heads, tails, rest, pose, "all" if from_pose else "hinges")
     except humanoid.HumanoidError as error:
@@ -167,6 +170,12 @@ def write(settings: Any, joint: dict[str, Any]) -> None:
     """One joint's limits (the native JSON form) into a pose bone's Tendon settings."""
     settings.euler_order = joint["order"]
     settings.limit_roll = joint.get("roll", 0.0)
+    if "frame" in joint:
+        settings.limit_frame = joint["frame"]
+    else:
+        # Only bones not along their limbs carry a frame (each stored array costs every
+        # depsgraph update a copy).
+        settings.property_unset(props.FRAME_STORE)
     settings.limit_neutral = joint.get("neutral", (1.0, 0.0, 0.0, 0.0))
     for axis in "xyz":
         limit = joint[axis]
@@ -187,6 +196,7 @@ def write(settings: Any, joint: dict[str, Any]) -> None:
 def reset(settings: Any) -> None:
     """A pose bone's Tendon limits back to their defaults (no limits, default tension)."""
     settings.property_unset(props.LIMIT_STORE)
+    settings.property_unset(props.FRAME_STORE)
 
 
 def default(settings: Any, name: str) -> Any:

@@ -266,6 +266,14 @@ def limits_json(obj: bpy.types.Object, with_tension: bool, clamped_alike: set[st
             limits[pose_bone.name] = {"order": order, **axes}
             if value["limit_roll"]:
                 limits[pose_bone.name]["roll"] = value["limit_roll"]
+            frame = props.stored_limits(pose_bone.tendon, props.FRAME_STORE)
+            if frame is not None and frame != [1.0, 0.0, 0.0, 0.0]:
+                if not all(math.isfinite(v) for v in frame):
+                    raise TendonUserError(
+                        f"Bone '{pose_bone.name}': its limit setting 'limit_frame' is {frame}: give it numbers"
+                    )
+                length = math.sqrt(sum(v * v for v in frame))
+                limits[pose_bone.name]["frame"] = [v / length for v in frame] if length > 1e-6 else frame
             start = offsets["limit_neutral"]
             neutral = values[start : start + 4]
             if neutral != [1.0, 0.0, 0.0, 0.0]:

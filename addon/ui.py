@@ -195,6 +195,8 @@ class TENDON_PT_limits(TendonSubPanel, Panel):
         layout.label(text=pose_bone.name, icon="BONE_DATA")
         layout.prop(limits, "euler_order")
         layout.prop(limits, "limit_roll")
+        if tuple(limits.limit_frame) != (1.0, 0.0, 0.0, 0.0):
+            layout.prop(limits, "limit_frame")
         if tuple(limits.limit_neutral) != (1.0, 0.0, 0.0, 0.0):
             layout.prop(limits, "limit_neutral")
         row = layout.row()

@@ -51,22 +51,29 @@ def neutral(pose_bone: bpy.types.PoseBone) -> Matrix:
     return Quaternion(pose_bone.tendon.limit_neutral).normalized().to_matrix()
 
 
+def limit_axes(pose_bone: bpy.types.PoseBone) -> Matrix:
+    """The turn from the bone's axes to its limit axes: the written Axis Frame, then the
+    Axis Roll about Y."""
+    limits = pose_bone.tendon
+    return Quaternion(limits.limit_frame).normalized().to_matrix() @ Matrix.Rotation(limits.limit_roll, 3, "Y")
+
+
 def limit_frame(obj: bpy.types.Object, bone: str, posed: bool) -> Matrix:
-    """The limit axes in world space: the bone's (rest or evaluated pose) turned about its
-    own Y by the written Axis Roll, and at rest on by the neutral (as the axes stand when
-    the joint's angles are zero); as posed, the angles' own turn is in the bone already."""
+    """The limit axes in world space: the bone's (rest or evaluated pose) turned by the
+    written Axis Frame and Roll, and at rest on by the neutral (as the axes stand when the
+    joint's angles are zero); as posed, the angles' own turn is in the bone already."""
     pose_bone = obj.pose.bones[bone]
     matrix = pose_bone.matrix if posed else obj.data.bones[bone].matrix_local
-    frame = (obj.matrix_world @ matrix).to_3x3().normalized() @ Matrix.Rotation(pose_bone.tendon.limit_roll, 3, "Y")
+    frame = (obj.matrix_world @ matrix).to_3x3().normalized() @ limit_axes(pose_bone)
     return frame if posed else frame @ neutral(pose_bone)
 
 
 def euler_in_limits(pose_bone: bpy.types.PoseBone) -> tuple[bool, list[bool]]:
     """Whether the bone's rotation from rest (matrix_basis) lies within its Tendon limits:
-    Euler angles of N^-1 R^-1 q R (R the Axis Roll about Y, N the neutral) in the limits'
+    Euler angles of N^-1 R^-1 q R (R the Axis Frame and Roll, N the neutral) in the limits'
     order, either of the two Euler representations, angles compared modulo a full turn."""
     limits = pose_bone.tendon
-    roll = Matrix.Rotation(limits.limit_roll, 3, "Y")
+    roll = limit_axes(pose_bone)
     rotation = neutral(pose_bone).transposed() @ roll.transposed() @ pose_bone.matrix_basis.to_3x3().normalized() @ roll
     euler = rotation.to_euler(limits.euler_order)
     first = [euler.x, euler.y, euler.z]
@@ -106,7 +113,7 @@ def flex(obj: bpy.types.Object, bone: str, angle: float) -> None:
     the outermost axis of the limits' order (YZX for hinges), N the neutral."""
     pose_bone = obj.pose.bones[bone]
     assert pose_bone.tendon.euler_order == "YZX"
-    axes = Matrix.Rotation(pose_bone.tendon.limit_roll, 4, "Y") @ neutral(pose_bone).to_4x4()
+    axes = limit_axes(pose_bone).to_4x4() @ neutral(pose_bone).to_4x4()
     pose_bone.matrix_basis = axes @ Matrix.Rotation(angle, 4, "X") @ axes.inverted() @ pose_bone.matrix_basis
 
 
@@ -190,6 +197,64 @@ def test_metarig_roles_hinges_and_flexion() -> None:
     flex(obj, "shin.L", math.radians(90))
     assert euler_in_limits(shin)[0]
     shin.matrix_basis = Matrix.Identity(4)
+
+
+def test_an_fbx_import_with_bones_pointing_sideways_gets_the_metarigs_limits(tmp_path: Path) -> None:
+    """Blender's FBX importer (Automatic Bone Orientation off, its default) points the bones
+    of a rig exported with X along the bone sideways: the joints are the metarig's, each
+    bone's tail off its limb. Human Limits read the limbs from the bones' tails: the rest
+    T-pose lay 60-85 degrees outside the limits it had just set, and a 1 cm nudge of a hand
+    target swung the upper arm 79 degrees (QA helper). Now read from joint to joint: the
+    rest is inside, the knee and elbow flex the human way, a nudge moves the arm by a nudge."""
+    rig = real_rigs.metarig("human")
+    bpy.ops.object.mode_set(mode="OBJECT")
+    path = tmp_path / "sideways.fbx"
+    bpy.ops.export_scene.fbx(
+        filepath=str(path),
+        use_selection=True,
+        object_types={"ARMATURE"},
+        add_leaf_bones=False,
+        primary_bone_axis="X",
+        secondary_bone_axis="-Z",
+        bake_anim=False,
+    )
+    bpy.data.objects.remove(rig.obj)
+    bpy.ops.import_scene.fbx(filepath=str(path))
+    obj = next(o for o in bpy.context.scene.objects if o.type == "ARMATURE")
+    real_rigs.enter_pose_mode(obj)
+    forearm = obj.data.bones["forearm.L"]
+    assert (forearm.tail_local - obj.data.bones["hand.L"].head_local).length > 0.5 * forearm.length
+    assert run() == {"FINISHED"}
+    assert roles(obj) == METARIG_ROLES
+    for name in METARIG_ROLES.values():
+        if name != "spine":
+            assert euler_in_limits(obj.pose.bones[name])[0], name
+    assert any(
+        tuple(obj.pose.bones[name].tendon.limit_frame) != (1.0, 0.0, 0.0, 0.0) for name in METARIG_ROLES.values()
+    )
+    check_flexion(
+        obj,
+        METARIG_ROLES,
+        Vector((0.0, -1.0, 0.0)),
+        {"shin.L": "foot.L", "shin.R": "foot.R", "forearm.L": "hand.L", "forearm.R": "hand.R"},
+    )
+    hand = world_point(obj, "hand.L", tail=False)
+    real_rigs.set_effectors(obj, (real_rigs.Effector("hand.L", 3),), [hand + Vector((0.0, -0.01, 0.0))])
+    obj.tendon.effectors[0].use_tail = False
+    for solver in ("JACOBIAN_DLS", "FABRIK"):
+        for pose_bone in obj.pose.bones:
+            pose_bone.matrix_basis = Matrix.Identity(4)
+        obj.tendon.solver = solver
+        result = real_rigs.solve()
+        assert result.finished, result.message
+        assert (world_point(obj, "hand.L", tail=False) - hand - Vector((0.0, -0.01, 0.0))).length < 1e-4
+        turns = {
+            n: math.degrees(obj.pose.bones[n].matrix_basis.to_quaternion().angle) for n in ("upper_arm.L", "forearm.L")
+        }
+        # Before: 79 and 29 degrees with damped least squares, 79 and 27 with FABRIK.
+        assert max(turns.values()) < 3.0, (solver, turns)
+        for name in ("shoulder.L", "upper_arm.L", "forearm.L"):
+            assert euler_in_limits(obj.pose.bones[name])[0], (solver, name)
 
 
 @pytest.mark.parametrize("solver", ["FABRIK", "JACOBIAN_DLS", "TENSION"])

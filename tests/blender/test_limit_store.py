@@ -99,5 +99,6 @@ def test_human_limits_store_one_array_per_bone() -> None:
     assert bpy.ops.tendon.human_limits() == {"FINISHED"}
     written = [pose_bone for pose_bone in rig.obj.pose.bones if pose_bone.tendon.keys()]
     assert len(written) > 20
+    # (A bone not along its limb also stores its limit frame: none on the metarig.)
     assert all(set(pose_bone.tendon.keys()) == {"limit_store"} for pose_bone in written)
     assert sum(pose_bone.tendon.use_limit_x for pose_bone in written) > 20

@@ -789,7 +789,8 @@ def test_a_rest_with_limbs_pointing_up_keeps_every_range_within_a_turn() -> None
     the thigh free)."""
     names_by_role, spine, neck, extras = CONVENTIONS["Character Creator"]
     names, parents, heads, tails = arrays(humanoid_rows(names_by_role, spine, neck, pose="T", extras=extras))
-    # Every bone pointing up from its head, as the CC skeletons in the mocap clips rest.
+    # Every bone pointing up from its head, as the CC skeletons in the mocap clips rest
+    # (there the joints stack up too; here they stand, so the limbs run from joint to joint).
     tails = heads + np.array([0.0, 0.0, 1.0]) * np.linalg.norm(tails - heads, axis=1)[:, None]
     rest = rest_matrices(heads, tails, None)
     found = humanoid.recognize(names, parents, heads, tails, rest)
@@ -800,10 +801,12 @@ def test_a_rest_with_limbs_pointing_up_keeps_every_range_within_a_turn() -> None
         for axis in "xyz":
             if limit[axis]["mode"] == "range":
                 assert limit[axis]["max"] - limit[axis]["min"] <= math.radians(210.0 + 1e-6), (name, axis)
-    # The thigh's neutral hangs it: its Y axis (along the bone) points down there.
-    r = rotation(np.array([0.0, 1.0, 0.0]), thigh["roll"])
+    # The thigh's neutral hangs it: the limit Y axis (along the limb: the bone's Y turned
+    # by the frame, here from the tail pointing up to the knee below) points down there.
+    frame = neutral_matrix({"neutral": thigh.get("frame", (1.0, 0.0, 0.0, 0.0))})
+    r = frame @ rotation(np.array([0.0, 1.0, 0.0]), thigh["roll"])
     bone = names.index(found.roles["thigh.L"])
-    down = rest[bone, :3, :3] @ r @ neutral_matrix(thigh) @ r.T @ np.array([0.0, 1.0, 0.0])
+    down = rest[bone, :3, :3] @ r @ neutral_matrix(thigh) @ r.T @ frame @ np.array([0.0, 1.0, 0.0])
     assert down[2] < -0.99, down
 
 
@@ -881,3 +884,52 @@ def test_a_native_solve_bends_the_knee_forward_whatever_the_roll(solver: str) ->
     line = ankle - hip
     offset = (knee - hip) - line * np.dot(knee - hip, line) / np.dot(line, line)
     assert offset[1] < -0.05, f"knee offset {offset} from the hip-ankle line"
+
+
+@pytest.mark.parametrize("convention", ["Unreal mannequin", "Rigify metarig"])
+@pytest.mark.parametrize("pose", ["T", "A"])
+def test_bones_pointing_sideways_get_the_limits_of_bones_along_their_limbs(convention: str, pose: str) -> None:
+    """Blender's FBX importer (without Automatic Bone Orientation) points the bones of a rig
+    built with X along the bone sideways: the joints are where they were, each bone's X runs
+    along its limb. Read from the bones' own directions, the rest T-pose fell 60-85 degrees
+    outside the limits just given and a 1 cm nudge swung the arm 79 degrees (QA helper).
+    The limit axes (`frame`, then the roll) and ranges are the same in the world as on the
+    rig whose bones point along the limbs."""
+    names_by_role, spine, neck, extras = CONVENTIONS[convention]
+    names, parents, heads, tails = arrays(humanoid_rows(names_by_role, spine, neck, pose=pose, extras=extras))
+    rest = rest_matrices(heads, tails)
+    found = humanoid.recognize(names, parents, heads, tails, rest)
+    along = humanoid.human_limits(found, names, heads, tails, rest)
+    # Each bone turned a quarter about its Z: its X where its Y was; the tail sideways.
+    sideways = rest.copy()
+    sideways[:, :3, :3] = rest[:, :3, :3] @ rotation(np.array([0.0, 0.0, 1.0]), math.pi / 2)
+    lengths = np.linalg.norm(tails - heads, axis=1)
+    sideways_tails = heads + sideways[:, :3, 1] * lengths[:, None]
+    found_sideways = humanoid.recognize(names, parents, heads, sideways_tails, sideways)
+    assert found_sideways.roles == found.roles
+    limits = humanoid.human_limits(found_sideways, names, heads, sideways_tails, sideways)
+    assert set(limits) == set(along)
+    for name in limits:
+        if name in found.between:
+            continue
+        bone = names.index(name)
+        mine, theirs = limits[name], along[name]
+        assert "frame" not in theirs
+        assert mine["order"] == theirs["order"]
+        for axis in "xyz":
+            assert mine[axis] == pytest.approx(theirs[axis], abs=1e-6), (name, axis)
+        spin = rotation(np.array([0.0, 1.0, 0.0]), mine["roll"])
+        world = sideways[bone, :3, :3] @ neutral_matrix({"neutral": mine["frame"]}) @ spin
+        expected = rest[bone, :3, :3] @ rotation(np.array([0.0, 1.0, 0.0]), theirs["roll"])
+        turn = world.T @ expected
+        # Sideways, a bone's limb runs to its next joint; along, its own tail may point a
+        # little off that (this rig's first neck bone, by 5.7 degrees).
+        children = [i for i, parent in enumerate(parents) if parent == bone]
+        off = 0.0
+        if len(children) == 1:
+            own, to_child = tails[bone] - heads[bone], heads[children[0]] - heads[bone]
+            off = math.degrees(
+                math.acos(np.clip(own @ to_child / np.linalg.norm(own) / np.linalg.norm(to_child), -1, 1))
+            )
+        assert math.degrees(math.acos(np.clip((np.trace(turn) - 1) / 2, -1, 1))) < 0.1 + off, name
+        np.testing.assert_allclose(neutral_matrix(mine), neutral_matrix(theirs), atol=1e-6, err_msg=name)

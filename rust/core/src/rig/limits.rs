@@ -3,7 +3,9 @@
 //! A joint's rotation relative to rest is decomposed into Euler angles in the joint's
 //! order; each axis is free, locked at zero, or limited to an inclusive range. The axes are
 //! the bone's own, optionally turned about the bone (its Y axis) by `roll`, so a hinge can
-//! be limited about its true axis whatever roll the rig's bones have. The angles may be
+//! be limited about its true axis whatever roll the rig's bones have, and before that by a
+//! `frame` turn, for bones that do not point along their limb (an FBX import's bones
+//! pointing sideways, whose Y axis is no twist axis). The angles may be
 //! measured from a `neutral` rotation instead of rest (an anatomical standing pose on a rig
 //! whose rest is a T-pose or stranger), so the ranges stay the body's own numbers.
 
@@ -164,8 +166,16 @@ pub struct JointLimits {
     /// Tension per axis `[x, y, z]`, for the tension minimiser.
     pub tension: [AxisTension; 3],
     /// Turn (radians) about the bone's Y axis from the bone's axes to the limit axes: the
-    /// Euler angles are those of `N^-1 R^-1 q R`, `R` this turn about Y, `q` the rotation.
+    /// Euler angles are those of `N^-1 R^-1 q R`, `R` this turn about Y (after `frame`),
+    /// `q` the rotation.
     pub roll: f32,
+    /// The turn from the bone's axes to the axes `roll` turns about (`R` above is `frame`
+    /// then the roll): identity for a bone along its limb; for one that points elsewhere
+    /// (Blender's FBX importer gives bones of rigs made with X along the bone pointing
+    /// sideways), the turn that takes its Y axis along the limb, so Y is the twist. In
+    /// JSON `[w, x, y, z]`.
+    #[serde(with = "quat_wxyz")]
+    pub frame: Quat,
     /// The rotation (relative to rest, in the limit axes) the Euler angles are measured
     /// from: `N` above. Identity measures from rest. In JSON `[w, x, y, z]`.
     #[serde(with = "quat_wxyz")]
@@ -205,6 +215,7 @@ impl JointLimits {
             },
         }; 3],
         roll: 0.0,
+        frame: Quat::IDENTITY,
         neutral: Quat::IDENTITY,
     };
 
@@ -307,6 +318,17 @@ impl JointLimits {
                 reason: format!("the limit axes' roll must be finite, not {}", self.roll),
             });
         }
+        let f = self.frame;
+        if !(f.is_finite() && (f.length() - 1.0).abs() < 1e-3) {
+            return Err(TendonError::InvalidLimit {
+                bone: bone.to_owned(),
+                axis: ' ',
+                reason: format!(
+                    "the limit axes' frame must be a unit quaternion [w, x, y, z], not [{}, {}, {}, {}]",
+                    f.w, f.x, f.y, f.z
+                ),
+            });
+        }
         let n = self.neutral;
         if !(n.is_finite() && (n.length() - 1.0).abs() < 1e-3) {
             return Err(TendonError::InvalidLimit {
@@ -377,12 +399,17 @@ impl JointLimits {
 
     /// Whether the limit axes are the bone's own and angles measure from rest (the fast path).
     fn plain(&self) -> bool {
-        self.roll == 0.0 && self.neutral == Quat::IDENTITY
+        self.own_axes() && self.neutral == Quat::IDENTITY
     }
 
-    /// The turn from the bone's axes to the limit axes (identity without `roll`).
-    fn frame(&self) -> Quat {
-        Quat::from_rotation_y(self.roll)
+    /// Whether the limit axes are the bone's own (no `frame`, no `roll`).
+    fn own_axes(&self) -> bool {
+        self.roll == 0.0 && self.frame == Quat::IDENTITY
+    }
+
+    /// The turn from the bone's axes to the limit axes: `frame`, then `roll` about Y.
+    fn limit_axes(&self) -> Quat {
+        self.frame * Quat::from_rotation_y(self.roll)
     }
 
     /// `rotation` (in the bone's axes) as the Euler angles' rotation: in the limit axes,
@@ -391,7 +418,7 @@ impl JointLimits {
         if self.plain() {
             return rotation;
         }
-        let frame = self.frame();
+        let frame = self.limit_axes();
         self.neutral.conjugate() * frame.conjugate() * rotation * frame
     }
 
@@ -402,7 +429,7 @@ impl JointLimits {
         if self.plain() {
             return rotation;
         }
-        let frame = self.frame();
+        let frame = self.limit_axes();
         frame * self.neutral * rotation * frame.conjugate()
     }
 
@@ -416,10 +443,10 @@ impl JointLimits {
     /// once turned through the neutral as well, which on a shoulder whose neutral hangs the
     /// arm down from a T-pose swapped twist and flexion, each priced as the other.)
     pub fn turn_angles(&self, turn: Quat) -> [f32; 3] {
-        let local = if self.roll == 0.0 {
+        let local = if self.own_axes() {
             turn
         } else {
-            let frame = self.frame();
+            let frame = self.limit_axes();
             frame.conjugate() * turn * frame
         };
         let local = if local.w < 0.0 { -local } else { local };
@@ -479,7 +506,7 @@ impl JointLimits {
         if self.plain() {
             return axes;
         }
-        let turn = self.frame() * self.neutral;
+        let turn = self.limit_axes() * self.neutral;
         axes.map(|axis| turn * axis)
     }
 
@@ -689,6 +716,54 @@ mod tests {
         };
         let err = bad.validate("shin.L").unwrap_err().to_string();
         assert!(err.contains("shin.L") && err.contains("roll"), "{err}");
+    }
+
+    #[test]
+    fn a_frame_turns_the_twist_axis_onto_a_bone_pointing_elsewhere() {
+        // A bone whose limb runs along its own X (an FBX import's sideways bone): the frame
+        // takes Y onto X, so the locked twist is about the limb, and the roll turns the
+        // hinge (the limit X) about it.
+        let frame = Quat::from_rotation_arc(Vec3::Y, Vec3::X);
+        let roll = 25f32.to_radians();
+        let k = JointLimits {
+            frame,
+            roll,
+            ..knee()
+        };
+        let limb = Vec3::X;
+        let hinge = frame * Quat::from_rotation_y(roll) * Vec3::X;
+        assert!(hinge.dot(limb).abs() < 1e-6);
+        // Bending about the hinge is within the limits, twisting about the limb is not.
+        let bent = Quat::from_axis_angle(hinge, 1.2);
+        assert!(k.contains(bent, 1e-4));
+        let e = k.euler_of(bent);
+        assert!((e[0] - 1.2).abs() < 1e-5 && e[1].abs() < 1e-5 && e[2].abs() < 1e-5);
+        assert!(angle_between(k.rotation_of(e), bent) < 1e-5);
+        let twisted = Quat::from_axis_angle(limb, 0.5);
+        assert!(!k.contains(twisted, 1e-3));
+        assert!(angle_between(k.clamp_rotation(twisted), Quat::IDENTITY) < 1e-4);
+        // About the bone's own Y (across the limb here) the twist lock does not apply: a
+        // turn off the hinge, clamped into the limits.
+        let clamped = k.clamp_rotation(Quat::from_rotation_y(0.8));
+        assert!(k.contains(clamped, 1e-4), "{clamped}");
+        let free = JointLimits {
+            frame,
+            roll,
+            order: EulerOrder::ZXY,
+            ..JointLimits::FREE
+        };
+        assert_rate_axes_are_derivatives(&free, [0.3, -0.2, 0.5]);
+        let turn = Quat::from_axis_angle(limb, 0.1);
+        let [_, y, _] = free.turn_angles(turn);
+        assert!((y - 0.1).abs() < 1e-5, "{y}");
+        // In JSON as [w, x, y, z]; a frame that is no unit quaternion names the bone.
+        let json = r#"{"order":"XYZ","frame":[0.0,0.0,0.0,2.0]}"#;
+        let bad: JointLimits = serde_json::from_str(json).unwrap();
+        let err = bad.validate("upper_arm.L").unwrap_err().to_string();
+        assert!(
+            err.contains("upper_arm.L") && err.contains("frame"),
+            "{err}"
+        );
     }
 
     /// Limits measured from a neutral rotation (a standing pose on a rig resting far from

@@ -81,7 +81,9 @@ __all__ = [
     "Humanoid",
     "HumanoidError",
     "human_limits",
+    "limb_tails",
     "recognize",
+    "rotation_parts",
     "standing_rest",
 ]
 
@@ -1104,6 +1106,67 @@ class _Geometry:
         return _unit(self.rest_tails[bone] - self.rest_heads[bone])
 
 
+#: A bone's tail this far (degrees) off the direction to the next joint of its limb or
+#: column points elsewhere (an FBX import's sideways bone), not along the limb.
+SIDEWAYS = 30.0
+
+
+def _next_joints(roles: Mapping[str, int]) -> dict[str, str]:
+    """Each role's next joint along its limb or the column, where the rig has it."""
+    column = ["hips", *(f"spine.{k}" for k in range(1, 10)), "chest", *(f"neck.{k}" for k in range(1, 10)), "head"]
+    present = [role for role in column if role in roles]
+    following = dict(zip(present, present[1:], strict=False))
+    for side in SIDES:
+        limbs = (("clavicle", "upper_arm", "forearm", "hand"), ("thigh", "shin", "foot", "toe"))
+        for limb in limbs:
+            parts = [f"{part}.{side}" for part in limb if f"{part}.{side}" in roles]
+            following.update(zip(parts, parts[1:], strict=False))
+    return following
+
+
+def limb_tails(
+    humanoid: Humanoid, heads: npt.ArrayLike, tails: npt.ArrayLike, rest_matrices: npt.ArrayLike
+) -> FloatArray:
+    """The tails to read limb and column directions from: each bone's own, except a role
+    bone whose tail points more than 30 degrees off its next joint (Blender's FBX importer,
+    without Automatic Bone Orientation, points the bones of rigs built with X along the
+    bone sideways: their directions made the rest T-pose fall 60-85 degrees outside the
+    limits Human Limits gave it, and a 1 cm nudge swung the arm 79 degrees; QA helper):
+    its tail is then the next joint's head. A last bone of a limb or the column (hand,
+    head, toe) takes the turn its parent needed, in the parent's axes (such rigs point
+    every bone the same wrong way in its own axes)."""
+    names = humanoid.names
+    n = len(names)
+    head_array, tail_array = _points(heads, n, "heads"), _points(tails, n, "tails")
+    rest = np.asarray(rest_matrices, dtype=np.float64)
+    if rest.shape not in ((n, 4, 4), (n, 3, 3)) or not np.isfinite(rest).all():
+        raise HumanoidError(f"rest_matrices must be finite and ({n}, 4, 4), not {rest.shape}")
+    rest_rot = _orthonormal(rest[:, :3, :3])
+    index = {name: i for i, name in enumerate(names)}
+    roles = {role: index[bone] for role, bone in humanoid.roles.items()}
+    out = tail_array.copy()
+    along: dict[int, FloatArray] = {}
+    following = _next_joints(roles)
+    for role, bone in roles.items():
+        after = following.get(role)
+        if after is None:
+            continue
+        to_next = head_array[roles[after]] - head_array[bone]
+        own = tail_array[bone] - head_array[bone]
+        if np.linalg.norm(to_next) <= 1e-9 or np.linalg.norm(own) <= 1e-9:
+            continue
+        if _angle(_unit(to_next), _unit(own)) > SIDEWAYS:
+            out[bone] = head_array[roles[after]]
+            along[bone] = rest_rot[bone].T @ _unit(to_next)
+    for role, bone in roles.items():
+        parent = humanoid.parents[bone]
+        if role in following or bone in along or parent not in along:
+            continue
+        length = float(np.linalg.norm(tail_array[bone] - head_array[bone]))
+        out[bone] = head_array[bone] + rest_rot[bone] @ along[parent] * length
+    return out
+
+
 def human_limits(
     humanoid: Humanoid,
     names: Sequence[str],
@@ -1144,6 +1207,8 @@ def human_limits(
     if rest.shape not in ((n, 4, 4), (n, 3, 3)) or not np.isfinite(rest).all():
         raise HumanoidError(f"rest_matrices must be finite and ({n}, 4, 4), not {rest.shape}")
     rest_rot = _orthonormal(rest[:, :3, :3])
+    # Directions along the limbs, whatever way the rig's bones point (see `limb_tails`).
+    tail_rest = limb_tails(humanoid, head_rest, tail_rest, rest)
     if pose_matrices is None:
         pose_rot = np.broadcast_to(np.eye(3), (n, 3, 3))
         head_geo, tail_geo = head_rest, tail_rest
@@ -1154,7 +1219,7 @@ def human_limits(
         posed = _orthonormal(pose[:, :3, :3])
         pose_rot = posed @ np.transpose(rest_rot, (0, 2, 1))
         head_geo = pose[:, :3, 3]
-        tail_geo = head_geo + posed[:, :, 1] * np.linalg.norm(tail_rest - head_rest, axis=1)[:, None]
+        tail_geo = head_geo + np.einsum("nij,nj->ni", pose_rot, tail_rest - head_rest)
     hinge_pose = None
     if pose_for == "hinges" and pose_matrices is not None:
         hinge_pose = (head_geo, tail_geo, pose_rot)
@@ -1199,20 +1264,32 @@ def human_limits(
         parent = parents[bone]
         t_bone = to_neutral[bone] @ pose_rot[bone]
         t_parent = to_neutral[parent] @ pose_rot[parent] if parent >= 0 else np.eye(3)
-        # The limit frame at rest (world columns X, Y, Z): the neutral flexion axis carried
-        # back to rest is X, reached from the bone's own X by a roll about its Y.
-        x_local = rest_rot[bone].T @ t_bone.T @ flexion[bone]
+        # The limit frame at rest (world columns X, Y, Z): Y along the limb (the bone's own
+        # Y, or the turn `to_limb` takes it there for a bone pointing elsewhere), and the
+        # neutral flexion axis carried back to rest is X, reached by a roll about that Y.
+        along = rest_rot[bone].T @ geometry.rest_direction(bone)
+        to_limb = (
+            np.eye(3)
+            if _angle(along, np.array([0.0, 1.0, 0.0])) < 0.01
+            else _swing(np.array([0.0, 1.0, 0.0]), along, np.array([1.0, 0.0, 0.0]))
+        )
+        x_local = to_limb.T @ rest_rot[bone].T @ t_bone.T @ flexion[bone]
         roll = math.atan2(-x_local[2], x_local[0])
-        frame_rest = rest_rot[bone] @ _axis_angle(np.array([0.0, 1.0, 0.0]), roll)
+        frame_rest = rest_rot[bone] @ to_limb @ _axis_angle(np.array([0.0, 1.0, 0.0]), roll)
         # The neutral pose's rotation from rest, in the limit frame.
         offset = frame_rest.T @ t_parent.T @ t_bone @ frame_rest
         variants = (joint, RAISED_ARM) if base == "upper_arm" else (joint,)
         joint = _box_order(variants, offset)
         box = _range(joint, side == "R", share)
-        limits[names[bone]] = _limits_json(box, joint, side == "R", roll, offset)
+        limits[names[bone]] = _limits_json(box, joint, side == "R", roll, offset, to_limb)
     for name in humanoid.between:
         limits[name] = {"order": "XYZ", "x": {"mode": "locked"}, "y": {"mode": "locked"}, "z": {"mode": "locked"}}
     return limits
+
+
+def rotation_parts(matrices: npt.ArrayLike) -> FloatArray:
+    """The rotations of (n, 3, 3) matrices without their scale (polar decomposition)."""
+    return _orthonormal(np.asarray(matrices, dtype=np.float64))
 
 
 def _orthonormal(m: FloatArray) -> FloatArray:
@@ -1299,7 +1376,13 @@ def _neutral(
         if knuckles is not None:
             line = _unit(_reject(turn @ knuckles, n))
             if np.linalg.norm(line) > 0.5:
-                x = line if float(np.dot(line, x)) >= 0 else -line
+                # Its sign from the flexion axis; across it (where that says nothing and
+                # rounding chose: the same rig with its bones pointing elsewhere got the
+                # wrist's axes half a turn apart, and the right hand's did not mirror the
+                # left's), the palm faces the body and flexion takes the hand inwards.
+                inwards = np.cross(up, out)
+                sign = next((d for d in (float(np.dot(line, ref)) for ref in (x, inwards)) if abs(d) > 1e-6), 0.0)
+                x = line if sign >= 0 else -line
     return turn, x
 
 
@@ -1406,7 +1489,12 @@ def _quaternion(m: FloatArray) -> list[float]:
 
 
 def _limits_json(
-    box: list[tuple[float, float]], joint: Joint, mirrored: bool, roll: float, neutral: FloatArray
+    box: list[tuple[float, float]],
+    joint: Joint,
+    mirrored: bool,
+    roll: float,
+    neutral: FloatArray,
+    frame: FloatArray,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"order": joint.order}
     tension = []
@@ -1424,6 +1512,8 @@ def _limits_json(
         tension.append(sides)
     out["tension"] = tension
     out["roll"] = roll
+    if _rotation_angle(frame) > 1e-6:
+        out["frame"] = _quaternion(frame)
     if _rotation_angle(neutral) > 1e-6:
         out["neutral"] = _quaternion(neutral)
     return out
