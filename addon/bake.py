@@ -168,8 +168,7 @@ class Baker:
             for b in self.keyed
         ]
         written += [(self.entry.names[b], "scale") for b in self.scaled]
-        if obj.tendon.move_root:
-            written += [(self.entry.names[b], "location") for b in self.keyed]
+        # (The location of a root `move_root` moves is checked once the solve says which.)
         muted = keys.muted_channel(obj, written)
         if muted:
             raise TendonUserError(muted)
@@ -500,6 +499,9 @@ class Baker:
                 f"Armature '{self.obj.name}': the solver produced non-finite rotations; nothing baked"
             )
         obj, tendon, names = self.obj, native.native(), self.entry.names
+        muted = keys.muted_channel(obj, [(names[b], "location") for b in self.moved])
+        if muted:
+            raise TendonUserError(muted)
         action, slot, _old = keys.prepare_action(obj, self.settings.new_action)
         if self.spring_bones:
             # Before any key is written: the chains' animation as it is now.

@@ -203,7 +203,7 @@ def action_fcurves(action: bpy.types.Action, id_data: bpy.types.ID) -> Any:
 
 def muted_channel(obj: bpy.types.Object, channels: list[tuple[str, str]]) -> str | None:
     """Why a bake cannot key one of `channels` ((bone name, pose-bone property) pairs):
-    its F-curve, or the channel group holding it, is muted in the armature's action, so
+    its F-curve, or (in 4.2) the channel group holding it, is muted in the armature's action, so
     keys written there would not play while the status said every frame reached (the
     effector 1.3-1.4 off in Blender's pose; QA helper). None when all can be keyed."""
     wanted = {f'pose.bones["{bpy.utils.escape_identifier(bone)}"].{prop}': (bone, prop) for bone, prop in channels}
@@ -211,7 +211,8 @@ def muted_channel(obj: bpy.types.Object, channels: list[tuple[str, str]]) -> str
         named = wanted.get(fcurve.data_path)
         if named is None:
             continue
-        group = fcurve.group
+        # A muted channel group holds its curves still in 4.2 only: 4.4 and later play them.
+        group = fcurve.group if not SLOTTED else None
         if fcurve.mute or (group is not None and group.mute):
             bone, prop = named
             how = "F-curve is muted" if fcurve.mute else f"F-curve's channel group '{group.name}' is muted"

@@ -146,6 +146,11 @@ const HOMING: f32 = 0.25;
 /// [`Coherence::animation_moves`]).
 const SETTLING: f32 = 2.0;
 
+/// The most a carried bone's start settles towards the animation in one frame (radians,
+/// 5.7 degrees; see [`Coherence::animation_moves`]). At 2 or 4 degrees FABRIK still crept
+/// 18 or 2 degrees in two cycles of `a_still_target_off_a_swinging_animation_...`.
+const MAX_SETTLE: f32 = 0.1;
+
 /// How many times the targets' move (relative to their chains' lengths, as an angle) a
 /// warm frame's largest turn may be before it counts as a jump.
 const JUMP_FACTOR: f32 = 4.0;
@@ -311,14 +316,17 @@ impl Coherence {
         }
     }
 
-    /// Checks the frame just solved (`out`, `report`, from `from`); where a group jumped
-    /// and the fallback does better, its bones take the fallback's answer, and the report
+    /// Checks the frame just solved (`out`, `report`): its turns are measured from `from`,
+    /// where the last answer leads (the start before it settles towards the animation),
+    /// and the fallback solves from `start`, the frame's own; where a group jumped and the
+    /// fallback does better, its bones take the fallback's answer, and the report
     /// its residual and iterations where larger (its reach is the report's already: the
     /// fallback's answer is taken only when it reaches).
     fn check(
         &mut self,
         rig: &Rig,
         from: &Pose,
+        start: &Pose,
         goals: &[Goal],
         out: &mut Pose,
         report: &mut SolveReport,
@@ -342,7 +350,7 @@ impl Coherence {
             self.subset.clear();
             self.subset.extend(group.goals.iter().map(|&k| goals[k]));
             let fallback = self.fallback.get_or_insert_with(JacobianDls::default);
-            let other = fallback.solve_into(rig, from, &self.subset, &mut self.answer)?;
+            let other = fallback.solve_into(rig, start, &self.subset, &mut self.answer)?;
             if other.reached && largest_turn(&group.bones, from, &self.answer) < turn {
                 for &bone in &group.bones {
                     out.rotations[bone] = self.answer.rotations[bone];
@@ -420,6 +428,13 @@ pub fn solve_frames<S: Solver + ?Sized>(
     let mut from = start.clone();
     // The next frame's start, built beside `from` (which the warm start compares against).
     let mut next = Pose::rest(if per_frame { n } else { 0 });
+    // The frame's start before it settles towards the animation: where the jump guard
+    // measures turns from, what the user sees move (measured from the settled start, a
+    // foot whose start settled a third of the way to a clip 15 cm off its target snapped
+    // 37 degrees in one frame with FABRIK and CCD where the clip turned 9; QA helper).
+    // Its fallback still solves from the settled start (from this one it undid the
+    // settling, and the creep came back).
+    let mut unsettled = Pose::rest(if per_frame && warm { n } else { 0 });
     // The frame's animated pose when the start is the previous answer.
     let animated_beside = per_frame && warm && solver.uses_near();
     let mut animated = Pose::rest(if animated_beside { n } else { 0 });
@@ -457,6 +472,7 @@ pub fn solve_frames<S: Solver + ?Sized>(
                     coherence.animation_meets(rig, &next, goals);
                     coherence.animation_moves(&animated_before, &next);
                 }
+                unsettled.copy_from(&next);
                 for (i, carried) in carried.iter_mut().enumerate() {
                     let animated = next.rotations[i];
                     if by_pole[i] {
@@ -469,18 +485,25 @@ pub fn solve_frames<S: Solver + ?Sized>(
                         // Targets back on the animation: the chain comes home to it over a
                         // few frames (kept on the last answer, an arm stayed 17-51 degrees
                         // off the clip to the range's end and snapped back after it; QA
-                        // helper), reaching all the while. Elsewhere the start settles towards
+                        // helper), reaching all the while. Then the start settles towards
                         // the animation as far as the animation moves (see
                         // `Coherence::animation_moves`).
-                        let pull = match coherence.as_ref() {
-                            Some(c) if c.homing(i) => HOMING.max(c.settling(i)),
-                            Some(c) => c.settling(i),
-                            None => 0.0,
-                        };
-                        next.rotations[i] = match pull > 0.0 {
-                            true => warm.slerp(animated.normalize(), pull),
+                        let home = coherence.as_ref().is_some_and(|c| c.homing(i));
+                        let base = match home {
+                            true => warm.slerp(animated.normalize(), HOMING),
                             false => warm,
                         };
+                        let settle = coherence.as_ref().map_or(0.0, |c| c.settling(i));
+                        let gap = angle_between(base, animated.normalize());
+                        // At most `MAX_SETTLE` a frame: a start settled a third of the way
+                        // to a clip far off its targets led FABRIK and CCD onto another
+                        // solution (a foot snapped 37 degrees in a frame; QA helper).
+                        let settle = (settle * gap).min(MAX_SETTLE) / gap.max(1e-9);
+                        next.rotations[i] = match settle > 0.0 {
+                            true => base.slerp(animated.normalize(), settle),
+                            false => base,
+                        };
+                        unsettled.rotations[i] = base;
                         *carried = true;
                     }
                     animated_before[i] = animated;
@@ -500,8 +523,9 @@ pub fn solve_frames<S: Solver + ?Sized>(
         let mut report = solved.map_err(|e| e.at(&format!("at frame index {frame}")))?;
         if let Some(coherence) = coherence.as_mut() {
             if frame > 0 {
+                let before = if per_frame { &unsettled } else { &from };
                 coherence
-                    .check(rig, &from, goals, &mut out, &mut report)
+                    .check(rig, before, &from, goals, &mut out, &mut report)
                     .map_err(|e| e.at(&format!("at frame index {frame}")))?;
             } else {
                 coherence.remember(goals);

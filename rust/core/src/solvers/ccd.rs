@@ -55,6 +55,8 @@ pub struct Ccd {
     scratch: Scratch,
     finish: FinishWithinLimits,
     apart: Apart,
+    /// Sweeps only, no damped least squares finish (the Jacobian solvers' last retry).
+    sweeps_only: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -70,6 +72,15 @@ impl Ccd {
     pub fn new(params: CcdParams) -> Self {
         Ccd {
             params,
+            ..Ccd::default()
+        }
+    }
+
+    /// A solver that only sweeps (see [`crate::solvers::JacobianDls`]'s last retry).
+    pub(crate) fn sweeps_only(params: CcdParams) -> Self {
+        Ccd {
+            params,
+            sweeps_only: true,
             ..Ccd::default()
         }
     }
@@ -251,7 +262,7 @@ impl Ccd {
         )?;
         self.ws.keep_bend_sides(rig);
         let report = self.ws.finish(rig, &params, iterations, out);
-        if report.reached {
+        if report.reached || self.sweeps_only {
             return Ok(report);
         }
         self.finish.apply(rig, start, goals, &params, report, out)
