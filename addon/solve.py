@@ -474,11 +474,21 @@ def fk_switch_warnings(obj: bpy.types.Object, effectors: tuple[Effector | None, 
     return found
 
 
-def followed_bones(obj: bpy.types.Object, target: bpy.types.Object | None, subtarget: str) -> list[tuple[str, str]]:
+#: Constraints that turn or scale their owner but never move it: on the target itself, they
+#: follow a bone harmlessly unless the goal takes the target's rotation or scale (a target
+#: aimed at a forearm by a Damped Track was refused as a loop; QA helper). On an object
+#: above the target they still swing it.
+TURNING_ONLY = frozenset({"DAMPED_TRACK", "TRACK_TO", "LOCKED_TRACK", "COPY_ROTATION", "COPY_SCALE", "MAINTAIN_VOLUME"})
+
+
+def followed_bones(
+    obj: bpy.types.Object, target: bpy.types.Object | None, subtarget: str, orientation: bool = True
+) -> list[tuple[str, str]]:
     """The bones of armature `obj` whose pose moves `target` (with `subtarget`), each with
     how: the bone itself when the target is the armature; else the bone it or an object
     above it is parented to, and the bones their constraints follow (Child Of, Copy
-    Location, the Armature constraint, ...)."""
+    Location, the Armature constraint, ...). Without `orientation` (the goal reads only the
+    target's position), the target's own turning constraints do not count."""
     if target is None:
         return []
     if target == obj:
@@ -492,6 +502,8 @@ def followed_bones(obj: bpy.types.Object, target: bpy.types.Object | None, subta
             found.append((above.parent_bone, f" (parented to it{via})"))
         for constraint in above.constraints:
             if constraint.mute or constraint.influence == 0.0:
+                continue
+            if above == target and not orientation and constraint.type in TURNING_ONLY:
                 continue
             pairs = [(getattr(constraint, "target", None), getattr(constraint, "subtarget", ""))]
             pairs += [(t.target, t.subtarget) for t in getattr(constraint, "targets", ())]
@@ -511,11 +523,11 @@ def loop_problems(obj: bpy.types.Object, entry: RigEntry, found: GoalSet) -> lis
     follows = {
         k: [
             (bone, how, role)
-            for target, subtarget, role in (
-                (effector.target, effector.subtarget, "target"),
-                (effector.pole_target, effector.pole_subtarget, "pole target"),
+            for target, subtarget, role, orientation in (
+                (effector.target, effector.subtarget, "target", effector.use_rotation or effector.use_scale),
+                (effector.pole_target, effector.pole_subtarget, "pole target", False),
             )
-            for bone, how in followed_bones(obj, target, subtarget)
+            for bone, how in followed_bones(obj, target, subtarget, orientation)
         ]
         for k, effector in enumerate(found.settings)
     }

@@ -831,6 +831,29 @@ def test_target_object_that_follows_a_chain_bone_is_a_loop(how: str, expected: s
     assert keys_module().find_fcurve(obj, 'pose.bones["forearm.L"].rotation_quaternion', 0) is None
 
 
+def test_a_target_only_aimed_at_a_chain_bone_is_no_loop_unless_its_rotation_is_used() -> None:
+    """A Damped Track aims the target at a chain bone but never moves it: with the
+    effector reading only the target's position there is no loop (it was refused as one;
+    QA helper), and the hand reaches it; with its rotation used, the target turns as the
+    chain moves, which is a loop."""
+    rig = human()
+    obj = rig.obj
+    target = obj.tendon.effectors[0].target
+    constraint = target.constraints.new("DAMPED_TRACK")
+    constraint.target, constraint.subtarget = obj, "forearm.L"
+    rigs.update()
+    rigs.activate(obj)
+    bpy.ops.object.mode_set(mode="POSE")
+    pressed = press(bpy.ops.tendon.solve)
+    assert pressed.result == "FINISHED" and "skipped" not in pressed.message, pressed.message
+    rigs.update()
+    hand = obj.matrix_world @ obj.pose.bones["hand.L"].tail
+    assert (hand - target.matrix_world.translation).length < 1e-4
+    obj.tendon.effectors[0].use_rotation = True
+    pressed = press(bpy.ops.tendon.solve)
+    assert "its target follows bone 'forearm.L' (its 'Damped Track' constraint)" in pressed.message
+
+
 def test_target_bone_outside_the_chains_is_not_a_loop() -> None:
     rig = human()
     obj = rig.obj
