@@ -494,6 +494,25 @@ def followed_bones(
     if target == obj:
         return [(subtarget, "")] if subtarget else []
     found = []
+    # A bone of another armature: its constraints, and those of the bones above it, move
+    # it too (a Child Of to a chain bone went unseen; the status caught it after the solve).
+    if target.type == "ARMATURE" and subtarget and target.pose is not None:
+        pose_bone = target.pose.bones.get(subtarget)
+        while pose_bone is not None:
+            via = "" if pose_bone.name == subtarget else f" through '{pose_bone.name}'"
+            for constraint in pose_bone.constraints:
+                if constraint.mute or constraint.influence == 0.0:
+                    continue
+                if pose_bone.name == subtarget and not orientation and constraint.type in TURNING_ONLY:
+                    continue
+                pairs = [(getattr(constraint, "target", None), getattr(constraint, "subtarget", ""))]
+                pairs += [(t.target, t.subtarget) for t in getattr(constraint, "targets", ())]
+                found += [
+                    (bone, f" (its bone's '{constraint.name}' constraint{via})")
+                    for owner, bone in pairs
+                    if owner == obj and bone
+                ]
+            pose_bone = pose_bone.parent
     above, seen = target, set()
     while above is not None and above.name not in seen:
         seen.add(above.name)

@@ -831,6 +831,25 @@ def test_target_object_that_follows_a_chain_bone_is_a_loop(how: str, expected: s
     assert keys_module().find_fcurve(obj, 'pose.bones["forearm.L"].rotation_quaternion', 0) is None
 
 
+def test_a_target_bone_of_another_armature_that_follows_a_chain_bone_is_a_loop() -> None:
+    """The target is a bone of another armature whose Child Of follows a bone of the chain:
+    the check before the solve did not look at that bone's constraints (the solve ran and
+    the status said the target moved with it; QA helper)."""
+    rig = human()
+    obj = rig.obj
+    target = obj.tendon.effectors[0].target
+    other = rigs.chain(2)
+    other.location = target.matrix_world.translation
+    rigs.update()
+    constraint = other.pose.bones["b1"].constraints.new("CHILD_OF")
+    constraint.target, constraint.subtarget = obj, "forearm.L"
+    rigs.update()
+    obj.tendon.effectors[0].target, obj.tendon.effectors[0].subtarget = other, "b1"
+    rigs.activate(obj)
+    bpy.ops.object.mode_set(mode="POSE")
+    assert_skipped_arm(obj, "its target follows bone 'forearm.L' (its bone's 'Child Of' constraint), which moves")
+
+
 def test_a_target_only_aimed_at_a_chain_bone_is_no_loop_unless_its_rotation_is_used() -> None:
     """A Damped Track aims the target at a chain bone but never moves it: with the
     effector reading only the target's position there is no loop (it was refused as one;
