@@ -409,6 +409,16 @@ def migrate_limits(objects: Any) -> None:
 @bpy.app.handlers.persistent
 def migrate_on_load(_file: str) -> None:
     migrate_limits(bpy.data.objects)
+    clear_statuses(bpy.data.objects)
+
+
+def clear_statuses(objects: Any) -> None:
+    """Empties each armature's status: it tells of the last solve in the session that saved
+    the file (a reopened file said "reached" of targets moved since; QA helper). The
+    property's SKIP_SAVE keeps it out of presets only, not out of the file."""
+    for obj in objects:
+        if obj.type == "ARMATURE" and obj.library is None and obj.tendon.status:
+            obj.tendon.status = ""
 
 
 def store_property(store: str, name: str, holds: str) -> Any:

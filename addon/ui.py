@@ -226,7 +226,8 @@ class TENDON_PT_limits(TendonSubPanel, Panel):
 
 
 class TENDON_UL_human_roles(UIList):
-    """A role of Human Limits' mapping and its bone, editable (held bones are listed only)."""
+    """A role of Human Limits' mapping, its bone (editable; held bones are listed only) and
+    how it was found."""
 
     def draw_item(
         self,
@@ -241,13 +242,16 @@ class TENDON_UL_human_roles(UIList):
         _flt_flag: int = 0,
     ) -> None:
         row = layout.row(align=True)
-        split = row.split(factor=0.35)
+        split = row.split(factor=0.3)
         split.label(text=item.role if not item.held else "held")
+        # The bone, then how it was found (a name convention, topology, given by hand).
+        rest = split.split(factor=0.6)
         obj = context.active_object
         if item.held or obj is None or obj.type != "ARMATURE":
-            split.label(text=item.bone, icon="LOCKED" if item.held else "BONE_DATA")
+            rest.label(text=item.bone, icon="LOCKED" if item.held else "BONE_DATA")
         else:
-            split.prop_search(item, "bone", obj.data, "bones", text="")
+            rest.prop_search(item, "bone", obj.data, "bones", text="")
+        rest.label(text=item.how)
 
 
 class TENDON_PT_human(TendonSubPanel, Panel):

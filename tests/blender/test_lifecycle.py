@@ -417,3 +417,18 @@ def test_a_limit_rotation_the_limits_cannot_model_is_solved_not_refused() -> Non
         reached = error(obj, "b3", target.matrix_world.translation) < 1e-4 * 4.0
         assert ("1 effector(s) reached" in status) == reached, status
         assert reached or "Limit Rotation" in status, status
+
+
+def test_a_reopened_file_shows_no_status_from_the_session_that_saved_it(tmp_path: Path) -> None:
+    """The status is the last solve's in this session: saved with the file, a reopened file
+    said "reached" of targets moved since (QA helper)."""
+    obj = rigs.chain(3)
+    rigs.add_effector(obj, "b2", rigs.empty("target", rigs.random_pose_tail(obj, "b2", seed=4)))
+    assert bpy.ops.tendon.solve() == {"FINISHED"}
+    assert "reached" in obj.tendon.status
+    saved, name = str(tmp_path / "status.blend"), obj.name
+    bpy.ops.wm.save_as_mainfile(filepath=saved)
+    bpy.ops.wm.open_mainfile(filepath=saved)
+    obj = bpy.data.objects[name]
+    assert obj.tendon.status == ""
+    assert len(obj.tendon.effectors) == 1

@@ -949,6 +949,30 @@ fn solver_config_json() {
     }
     let err = SolverConfig::by_name("newton").unwrap_err().to_string();
     assert!(err.contains("'newton' is not one of fabrik, ccd"), "{err}");
+    // Settings left out are the solver's own defaults, as `by_name` gives them (they were
+    // the generic ones: a transpose read from JSON stopped after 100 iterations, not 5000,
+    // with steps of pi, not 0.2; QA helper).
+    for name in SolverConfig::NAMES {
+        let read: SolverConfig =
+            serde_json::from_str(&format!(r#"{{"solver":"{name}"}}"#)).unwrap();
+        assert_eq!(read, SolverConfig::by_name(name).unwrap(), "{name}");
+    }
+    for bad in [
+        r#"{"solver":"newton"}"#,
+        r#"{"max_iterations":3}"#,
+        r#"{"solver":"fabrik","damping":0.1}"#,
+        r#"{"solver":"fabrik","max_iterations":"many"}"#,
+    ] {
+        let err = serde_json::from_str::<SolverConfig>(bad)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            ["newton", "solver", "damping", "many"]
+                .iter()
+                .any(|word| err.contains(word)),
+            "{bad}: {err}"
+        );
+    }
 }
 
 #[test]

@@ -211,8 +211,11 @@ pub trait Solver {
 }
 
 /// Any solver with its parameters, as configuration files and the Python layer name them:
-/// `{"solver": "fabrik", "max_iterations": 50}`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// `{"solver": "fabrik", "max_iterations": 50}`. Settings left out take that solver's own
+/// defaults ([`SolverConfig::by_name`]; read field by field they took the generic ones: a
+/// transpose given in JSON stopped after 100 iterations instead of 5000; QA helper); a
+/// setting the solver does not have is an error naming it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(tag = "solver", rename_all = "snake_case")]
 pub enum SolverConfig {
     /// [`Fabrik`].
@@ -227,6 +230,60 @@ pub enum SolverConfig {
     TwoBone(TwoBoneParams),
     /// [`TensionMinimizer`].
     Tension(TensionParams),
+}
+
+/// [`SolverConfig`]'s fields as serde reads them, once the solver's defaults fill the gaps.
+#[derive(Deserialize)]
+#[serde(tag = "solver", rename_all = "snake_case")]
+enum SolverConfigFields {
+    Fabrik(FabrikParams),
+    Ccd(CcdParams),
+    JacobianTranspose(JacobianTransposeParams),
+    JacobianDls(JacobianDlsParams),
+    TwoBone(TwoBoneParams),
+    Tension(TensionParams),
+}
+
+impl<'de> Deserialize<'de> for SolverConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        use serde::de::Error;
+        let given = serde_json::Map::<String, serde_json::Value>::deserialize(deserializer)?;
+        let name = given
+            .get("solver")
+            .and_then(serde_json::Value::as_str)
+            .ok_or_else(|| D::Error::missing_field("solver"))?;
+        let defaults = SolverConfig::by_name(name).map_err(D::Error::custom)?;
+        let mut merged = match serde_json::to_value(defaults).map_err(D::Error::custom)? {
+            serde_json::Value::Object(map) => map,
+            _ => return Err(D::Error::custom("a solver's settings are an object")),
+        };
+        // A misspelt setting is named (serde's flattening would pass it by unread).
+        if let Some(unknown) = given.keys().find(|key| !merged.contains_key(*key)) {
+            let mut known: Vec<&str> = merged
+                .keys()
+                .map(String::as_str)
+                .filter(|k| *k != "solver")
+                .collect();
+            known.sort_unstable();
+            return Err(D::Error::custom(format!(
+                "{name} has no setting '{unknown}'; its settings are {}",
+                known.join(", ")
+            )));
+        }
+        merged.extend(given);
+        let fields: SolverConfigFields =
+            serde_json::from_value(serde_json::Value::Object(merged)).map_err(D::Error::custom)?;
+        Ok(match fields {
+            SolverConfigFields::Fabrik(p) => SolverConfig::Fabrik(p),
+            SolverConfigFields::Ccd(p) => SolverConfig::Ccd(p),
+            SolverConfigFields::JacobianTranspose(p) => SolverConfig::JacobianTranspose(p),
+            SolverConfigFields::JacobianDls(p) => SolverConfig::JacobianDls(p),
+            SolverConfigFields::TwoBone(p) => SolverConfig::TwoBone(p),
+            SolverConfigFields::Tension(p) => SolverConfig::Tension(p),
+        })
+    }
 }
 
 impl SolverConfig {
