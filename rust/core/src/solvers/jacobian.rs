@@ -1157,8 +1157,11 @@ fn solve_unpinning<S: SolveOnce>(
         let sweeper = unpin
             .sweeper
             .get_or_insert_with(|| Box::new(Ccd::sweeps_only(CcdParams { iteration: params })));
+        // CCD's own step (a whole turn): held to the Jacobian step's 0.5 rad, the sweeps
+        // stalled 27 cm short of a target CCD reached (QA helper).
         sweeper.params.iteration = IterationParams {
             max_iterations: params.max_iterations.min(SWEEPS),
+            max_step_angle: CcdParams::default().iteration.max_step_angle,
             ..params
         };
         let swept = sweeper.solve_into(rig, start, goals, &mut unpin.start);

@@ -109,6 +109,9 @@ pub struct SolveReport {
     pub reached: bool,
 }
 
+/// How much closer (a share of the best residual) a try must come to replace the best.
+const CLOSER: f32 = 1e-3;
+
 /// The best of several tries at one solve (FABRIK's and CCD's finish, the Jacobian
 /// solvers' retries): every try's iterations count, and a try that reaches, or else comes
 /// closer, replaces the best.
@@ -127,10 +130,16 @@ impl Closest {
         }
     }
 
-    /// Counts `tried`; true when it is the new best (its pose is the one to keep).
+    /// Counts `tried`; true when it is the new best (its pose is the one to keep): one that
+    /// reaches, or (neither reaching) comes closer by more than a thousandth. Tries that
+    /// tie keep the first, the nearest the caller's start: a later retry from the joints'
+    /// neutral, missing a target beyond reach by as much, had turned a hand 33 degrees that
+    /// could not move its own goal, and bakes popped (QA helper).
     pub(crate) fn offer(&mut self, tried: SolveReport) -> bool {
         self.iterations += tried.iterations;
-        let better = tried.reached || tried.residual < self.best.residual;
+        let better = (tried.reached && !self.best.reached)
+            || (tried.reached == self.best.reached
+                && tried.residual < self.best.residual * (1.0 - CLOSER));
         if better {
             self.best = tried;
         }

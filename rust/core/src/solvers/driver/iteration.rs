@@ -536,7 +536,12 @@ impl Workspace {
                 if k + 1 < goal.joints.1 {
                     self.update_bone(rig, j);
                 }
-                if self.knuckles[j] {
+                // A goal on its bone's head: that bone's turn cannot move the point (aimed by
+                // its tail, a hand turned 33 degrees towards a target beyond reach and baked
+                // frames popped; QA helper).
+                if self.knuckles[j]
+                    || (j == goal.goal.bone && goal.goal.point == EffectorPoint::Head)
+                {
                     continue;
                 }
                 // A knuckle below turns with this joint: the point beyond it is aimed (aimed
