@@ -338,13 +338,16 @@ class TENDON_OT_import_blender_ik(Operator):
         obj = context.active_object
         settings = obj.tendon
         imported = 0
+        anim = obj.animation_data
+        driven = {driver.data_path for driver in anim.drivers} if anim is not None else set()
+        skipped: list[str] = []
         for pose_bone in obj.pose.bones:
             for constraint in pose_bone.constraints:
                 if constraint.type != "IK" or constraint.mute:
                     continue
-                problem = self.unsupported(pose_bone, constraint)
+                problem = self.unsupported(pose_bone, constraint) or self.switched(pose_bone, constraint, driven)
                 if problem:
-                    self.report({"WARNING"}, problem)
+                    skipped.append(problem)
                     continue
                 existing = [e for e in settings.effectors if e.bone == pose_bone.name and e.target == constraint.target]
                 effector = existing[0] if existing else settings.effectors.add()
@@ -369,8 +372,11 @@ class TENDON_OT_import_blender_ik(Operator):
                 constraint.mute = True
                 imported += 1
         if imported == 0:
-            self.report({"WARNING"}, f"Armature '{obj.name}' has no enabled IK constraint to import")
+            why = f": {'; '.join(skipped)}" if skipped else ""
+            self.report({"ERROR"}, f"Armature '{obj.name}' has no enabled IK constraint Tendon can import{why}")
             return {"CANCELLED"}
+        for problem in skipped:
+            self.report({"WARNING"}, problem)
         settings.active_effector_index = len(settings.effectors) - 1
         self.report({"INFO"}, f"Imported {imported} IK constraint(s) as effectors and muted them")
         return {"FINISHED"}
@@ -392,6 +398,23 @@ class TENDON_OT_import_blender_ik(Operator):
         if constraint.use_stretch and stretchy:
             notes.append(f"{where} stretched bone '{stretchy[0]}' (IK Stretch): Tendon keeps bone lengths")
         return notes
+
+    @staticmethod
+    def switched(pose_bone: bpy.types.PoseBone, constraint: Any, driven: set[str]) -> str | None:
+        """Why a constraint whose muting or influence a driver sets cannot be imported: the
+        mute written would not stick (Rigify's generated rig switches its limbs' IK this
+        way: the import said it muted 4 constraints, none stayed muted, and every solve then
+        refused the effectors; QA helper)."""
+        bone, name = bpy.utils.escape_identifier(pose_bone.name), bpy.utils.escape_identifier(constraint.name)
+        path = f'pose.bones["{bone}"].constraints["{name}"]'
+        switched = [setting for setting in ("mute", "influence") if f"{path}.{setting}" in driven]
+        if not switched:
+            return None
+        return (
+            f"IK constraint '{constraint.name}' on bone '{pose_bone.name}' has its {switched[0]} set by a "
+            "driver (a rig's IK/FK switch), so Tendon cannot mute it; not imported: put effectors "
+            "on the rig's FK controls instead"
+        )
 
     @staticmethod
     def unsupported(pose_bone: bpy.types.PoseBone, constraint: Any) -> str | None:

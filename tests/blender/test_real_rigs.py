@@ -259,23 +259,30 @@ def test_imports_on_the_generated_rig(operator: str, generated_blend: Path) -> N
     before = real_rigs.basis_matrices(obj)
     muted = [(b.name, c.name, c.mute) for b in obj.pose.bones for c in b.constraints]
     bpy.ops.ed.undo_push(message="start")
+    if operator == "import_blender_ik":
+        # Rigify's IK/FK switches mute and unmute its 4 IK constraints by drivers: a mute
+        # Tendon wrote did not stick, the import said it had muted them, and every solve
+        # refused the effectors (QA helper). None is imported, each said by name.
+        with pytest.raises(RuntimeError, match="no enabled IK constraint Tendon can import") as refused:
+            bpy.ops.tendon.import_blender_ik()
+        for bone in ("MCH-forearm_ik.L", "MCH-forearm_ik.R", "MCH-shin_ik.L", "MCH-shin_ik.R"):
+            assert f"on bone '{bone}' has its mute set by a driver" in str(refused.value), str(refused.value)
+        assert len(obj.tendon.effectors) == 0
+        assert [(b.name, c.name, c.mute) for b in obj.pose.bones for c in b.constraints] == muted
+        return
     try:
         outcome = getattr(bpy.ops.tendon, operator)()
         message = obj.tendon.status
     except RuntimeError as error:
         outcome, message = {"CANCELLED"}, str(error)
-    # The README promises both work here: 4 IK constraints and 10 Limit Rotation bones.
+    # The README promises Import Limits works here: 10 Limit Rotation bones.
     assert outcome == {"FINISHED"}, f"{operator}: {message}"
-    if operator == "import_blender_ik":
-        assert len(obj.tendon.effectors) == 4
-        assert sum(c.type == "IK" and c.mute for b in obj.pose.bones for c in b.constraints) == 4
-    else:
-        limited = [
-            b.name
-            for b in obj.pose.bones
-            if any(getattr(b.tendon, f"{k}_{a}") for k in ("use_limit", "lock") for a in "xyz")
-        ]
-        assert len(limited) == 10, limited
+    limited = [
+        b.name
+        for b in obj.pose.bones
+        if any(getattr(b.tendon, f"{k}_{a}") for k in ("use_limit", "lock") for a in "xyz")
+    ]
+    assert len(limited) == 10, limited
     bpy.ops.ed.undo_push(message=operator)
     rigs.update()
     matrices = rigs.world_matrices(rig.obj)
