@@ -22,6 +22,7 @@ from .live import live_suspended
 from .native import TendonUserError
 from .rig import RigEntry
 from .solve import (
+    RIGIFY_FK_SWITCHES,
     UNCHANGED,
     apply_scales,
     armature_problem,
@@ -480,7 +481,11 @@ class Baker:
         if self.found.goals:
             result = self.solve()
             # In world units, as every status gives distances (the armature may be scaled).
-            reached = int(np.count_nonzero(result.reached))
+            # Frames where a Rigify limb shows its IK chain do not count: its FK controls
+            # reach, its deforming bones follow the IK chain (a bake said every frame
+            # reached with the hand 14 cm off; QA helper).
+            on_fk = self.fk_switch_frames()
+            reached = int(np.count_nonzero(result.reached & on_fk))
             largest = float(result.residual.max()) * world_scale(self.obj)
             self.residuals = np.asarray(result.residual, np.float64)
             solved = result.rotations
@@ -555,6 +560,37 @@ class Baker:
             goals=len(self.found.goals),
             unshown=self.unshown,
         )
+
+    def fk_switch_frames(self) -> np.ndarray:
+        """Per baked frame, whether every effector on a generated Rigify rig's FK controls
+        has its limb's IK/FK switch at 1 there (read from the switch's curve when it is
+        animated); a warning names each switch below 1 and where."""
+        obj, frames = self.obj, self.frames
+        on_fk = np.ones(len(frames), bool)
+        for position, effector in zip(self.found.effectors, self.effectors, strict=True):
+            prefix, dot, side = effector.bone.partition(".")
+            holder = RIGIFY_FK_SWITCHES.get(prefix)
+            switch = obj.pose.bones.get(f"{holder}.{side}") if holder and dot else None
+            value = switch.get("IK_FK") if switch is not None else None
+            if not isinstance(value, (int, float)):
+                continue
+            path = f'pose.bones["{bpy.utils.escape_identifier(switch.name)}"]["IK_FK"]'
+            fcurve = keys.find_fcurve(obj, path, 0)
+            values = np.full(len(frames), float(value))
+            if fcurve is not None and not fcurve.mute:
+                values = keys.sample_fcurve(fcurve, frames)
+            below = values < 1.0
+            if not below.any():
+                continue
+            on_fk &= ~below
+            first = int(np.argmax(below))
+            self.found.warnings.append(
+                f"{effector_label(position, effector.bone)}: '{switch.name}' has its IK/FK switch below 1 on "
+                f"{int(below.sum())} of {len(frames)} frame(s) ({values[first]:g} at frame {frames[first]:g}), "
+                "where the deforming bones follow the IK chain, not these FK controls: not counted as "
+                "reached; set it to 1"
+            )
+        return on_fk
 
     def location_channels(self, rotations: np.ndarray) -> np.ndarray:
         """The moved bones' ``location`` channels per frame (frames, n, 3): the solved

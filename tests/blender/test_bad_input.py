@@ -274,6 +274,28 @@ def test_effectors_on_fk_controls_shown_at_ik_are_named(generated_blend: Path) -
     assert "IK/FK switch" not in pressed.message, pressed.message
 
 
+def test_a_bake_counts_no_frame_where_the_limb_shows_its_ik_chain(generated_blend: Path) -> None:
+    """Baking effectors on the FK controls, with the IK/FK switch keyed to IK for part of
+    the range: those frames are not reached in the deforming bones, and the bake says so
+    (it said every frame reached with the hand 14 cm off; QA helper)."""
+    rig = real_rigs.generated_rig(generated_blend)
+    obj = rig.obj
+    real_rigs.set_effectors(obj, rig.effectors, real_rigs.fk_targets(obj, rig.effectors, seed=3))
+    switch = obj.pose.bones["upper_arm_parent.L"]
+    for frame, value in ((1, 1.0), (6, 1.0), (7, 0.0), (10, 0.0)):
+        switch["IK_FK"] = value
+        switch.keyframe_insert('["IK_FK"]', frame=frame)
+    for key in keys_module().find_fcurve(obj, 'pose.bones["upper_arm_parent.L"]["IK_FK"]', 0).keyframe_points:
+        key.interpolation = "CONSTANT"
+    pressed = press(bpy.ops.tendon.bake, frame_start=1, frame_end=10)
+    assert pressed.result == "FINISHED"
+    assert "targets reached on 6 frame(s)" in pressed.message, pressed.message
+    assert "'upper_arm_parent.L' has its IK/FK switch below 1 on 4 of 10 frame(s) (0 at frame 7)" in (
+        pressed.message
+    ), pressed.message
+    assert "upper_arm_parent.R" not in pressed.message
+
+
 def test_bake_skips_a_deleted_effector_bone_and_undo_restores_the_action() -> None:
     rig = mocap()
     obj = rig.obj
