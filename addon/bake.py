@@ -161,6 +161,9 @@ class Baker:
             chains.update(spring.bones)
         self.scale_plans = scale_targets(obj, self.entry, self.found)
         self.scaled = sorted({b for plan in self.scale_plans for b in plan.bones})
+        #: The bones the solve and the springs turn; any other keyed bone (Bones: All) keys
+        #: its own channels.
+        self.turned = frozenset(chains)
         keyed = range(len(self.entry.names)) if settings.all_bones else sorted(chains)
         self.keyed = [bone for bone in keyed if bone not in not_finite]
         pose_bones = obj.pose.bones
@@ -499,6 +502,7 @@ class Baker:
             self.pose = self.frame_poses()
             reached, largest, solved = len(self.frames), 0.0, self.pose[0]
         solved = self.simulate_springs(solved)
+        solved = self.with_own_channels(solved)
         if not np.isfinite(solved).all():
             raise TendonUserError(
                 f"Armature '{self.obj.name}': the solver produced non-finite rotations; nothing baked"
@@ -560,6 +564,26 @@ class Baker:
             goals=len(self.found.goals),
             unshown=self.unshown,
         )
+
+    def with_own_channels(self, rotations: np.ndarray) -> np.ndarray:
+        """`rotations` (frames, n, 4) with every keyed bone the solve does not turn set back
+        to its own channels: the solve starts bones that constraints or drivers place from
+        Blender's pose of them, and keyed from there (Bones: All) their constraints applied
+        again on top (33 bones of Rigify's generated rig changed, its head moved 1.7 cm;
+        QA helper)."""
+        others = [bone for bone in self.keyed if bone not in self.turned]
+        if not others:
+            return rotations
+        n, frames = len(self.entry.names), len(self.frames)
+        if self.per_frame_pose:
+            channels = pose.channel_pose(self.obj, self.entry, self.basis.reshape(frames, n, 16), current=False)[0]
+            for (t, bone), rotation in self.collapsed.items():
+                channels[t, bone] = rotation
+        else:
+            channels = np.broadcast_to(self.static_pose[0], (frames, n, 4))
+        rotations = np.array(rotations, np.float32)
+        rotations[:, others] = channels[:, others]
+        return rotations
 
     def fk_switch_frames(self) -> np.ndarray:
         """Per baked frame, whether every effector on a generated Rigify rig's FK controls

@@ -1346,3 +1346,25 @@ def test_target_curves_in_a_muted_group_are_read_as_blender_plays_them() -> None
         scene.frame_set(frame)
         tail = obj.matrix_world @ obj.pose.bones["b3"].tail
         assert (tail - target.matrix_world.translation).length < 1e-4, frame
+
+
+def test_bones_all_keys_each_bone_outside_the_chains_with_its_own_channels() -> None:
+    """Bones: All keys every bone; one a constraint turns (a Copy Rotation above the chain)
+    keeps its own channels in the keys. Keyed from Blender's pose of it, the constraint
+    applied again on top (33 bones of Rigify's generated rig changed, its head moved
+    1.7 cm; QA helper)."""
+    obj = rigs.chain(4)
+    turner = rigs.empty("turner", (0.0, 0.0, 0.0))
+    turner.rotation_euler = (0.4, 0.0, 0.2)
+    constraint = obj.pose.bones["b1"].constraints.new("COPY_ROTATION")
+    constraint.target = turner
+    rigs.update()
+    target = rigs.empty("target", rigs.tail_world(obj, "b3") + Vector((0.1, -0.1, 0.0)))
+    rigs.add_effector(obj, "b3", target, chain_length=2)
+    b1_before = rigs.head_world(obj, "b2").copy()
+    assert bpy.ops.tendon.bake(frame_start=1, frame_end=3, bones="ALL", destination="REPLACE") == {"FINISHED"}
+    # b1's channels are keyed as they were (rest), and Blender's pose of it is unchanged.
+    np.testing.assert_allclose(quaternion_keys(obj, "b1"), np.tile([1.0, 0.0, 0.0, 0.0], (3, 1)), atol=1e-6)
+    bpy.context.scene.frame_set(2)
+    assert (rigs.head_world(obj, "b2") - b1_before).length < 1e-5
+    assert (rigs.tail_world(obj, "b3") - target.location).length < 1e-4
