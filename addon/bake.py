@@ -22,7 +22,6 @@ from .live import live_suspended
 from .native import TendonUserError
 from .rig import RigEntry
 from .solve import (
-    RIGIFY_FK_SWITCHES,
     UNCHANGED,
     apply_scales,
     armature_problem,
@@ -35,9 +34,11 @@ from .solve import (
     inherited_scale,
     non_uniform_scales,
     rest_position_problem,
+    rigify_switch,
     scale_targets,
     set_reference,
     solver_for,
+    switch_advice,
     too_far,
     world_scale,
 )
@@ -586,33 +587,32 @@ class Baker:
         return rotations
 
     def fk_switch_frames(self) -> np.ndarray:
-        """Per baked frame, whether every effector on a generated Rigify rig's FK controls
-        has its limb's IK/FK switch at 1 there (read from the switch's curve when it is
-        animated); a warning names each switch below 1 and where."""
+        """Per baked frame, whether every effector on a generated Rigify rig's limb controls
+        has its limb's IK/FK switch where it shows them (1 for FK controls, 0 for IK ones;
+        read from the switch's curve when it is animated); a warning names each switch
+        away from that and where."""
         obj, frames = self.obj, self.frames
         on_fk = np.ones(len(frames), bool)
         for position, effector in zip(self.found.effectors, self.effectors, strict=True):
-            prefix, dot, side = effector.bone.partition(".")
-            holder = RIGIFY_FK_SWITCHES.get(prefix)
-            switch = obj.pose.bones.get(f"{holder}.{side}") if holder and dot else None
-            value = switch.get("IK_FK") if switch is not None else None
-            if not isinstance(value, (int, float)):
+            known = rigify_switch(obj, effector.bone)
+            if known is None:
                 continue
+            switch, value, shown = known
             path = f'pose.bones["{bpy.utils.escape_identifier(switch.name)}"]["IK_FK"]'
             fcurve = keys.find_fcurve(obj, path, 0)
-            values = np.full(len(frames), float(value))
+            values = np.full(len(frames), value)
             if fcurve is not None and not fcurve.mute:
                 values = keys.sample_fcurve(fcurve, frames)
-            below = values < 1.0
-            if not below.any():
+            away = values != shown
+            if not away.any():
                 continue
-            on_fk &= ~below
-            first = int(np.argmax(below))
+            on_fk &= ~away
+            first = int(np.argmax(away))
+            where = "below 1" if shown >= 1.0 else "above 0"
             self.found.warnings.append(
-                f"{effector_label(position, effector.bone)}: '{switch.name}' has its IK/FK switch below 1 on "
-                f"{int(below.sum())} of {len(frames)} frame(s) ({values[first]:g} at frame {frames[first]:g}), "
-                "where the deforming bones follow the IK chain, not these FK controls: not counted as "
-                "reached; set it to 1"
+                f"{effector_label(position, effector.bone)}: '{switch.name}' has its IK/FK switch {where} on "
+                f"{int(away.sum())} of {len(frames)} frame(s) ({values[first]:g} at frame {frames[first]:g}), "
+                f"where {switch_advice(shown).replace(': set', ' (not counted as reached): set')}"
             )
         return on_fk
 

@@ -438,39 +438,56 @@ def build_goals(
     return found
 
 
-#: A generated Rigify rig's FK controls, by name prefix, and the bone holding their limb's
-#: IK/FK switch (the custom property "IK_FK": 0 shows the IK chain, 1 the FK controls).
-RIGIFY_FK_SWITCHES = {
-    "upper_arm_fk": "upper_arm_parent",
-    "forearm_fk": "upper_arm_parent",
-    "hand_fk": "upper_arm_parent",
-    "thigh_fk": "thigh_parent",
-    "shin_fk": "thigh_parent",
-    "foot_fk": "thigh_parent",
+#: A generated Rigify rig's limb controls, by name prefix: the bone holding their limb's
+#: IK/FK switch (the custom property "IK_FK": 0 shows the IK chain, 1 the FK controls) and
+#: the switch's value where the deforming bones follow these controls.
+RIGIFY_SWITCHES = {
+    "upper_arm_fk": ("upper_arm_parent", 1.0),
+    "forearm_fk": ("upper_arm_parent", 1.0),
+    "hand_fk": ("upper_arm_parent", 1.0),
+    "thigh_fk": ("thigh_parent", 1.0),
+    "shin_fk": ("thigh_parent", 1.0),
+    "foot_fk": ("thigh_parent", 1.0),
+    "hand_ik": ("upper_arm_parent", 0.0),
+    "foot_ik": ("thigh_parent", 0.0),
 }
 
 
+def rigify_switch(obj: bpy.types.Object, bone: str) -> tuple[bpy.types.PoseBone, float, float] | None:
+    """For an effector on a generated Rigify rig's limb control: the pose bone holding its
+    limb's IK/FK switch, the switch's value now and the value that shows the control."""
+    prefix, dot, side = bone.partition(".")
+    holder, shown = RIGIFY_SWITCHES.get(prefix, (None, 0.0))
+    switch = obj.pose.bones.get(f"{holder}.{side}") if holder and dot else None
+    value = switch.get("IK_FK") if switch is not None else None
+    if not isinstance(value, (int, float)):
+        return None
+    return switch, float(value), shown
+
+
+def switch_advice(shown: float) -> str:
+    """What a switch away from `shown` does, and what to set."""
+    if shown >= 1.0:
+        return "the deforming bones follow the IK chain, not these FK controls: set it to 1"
+    return "the deforming bones follow the FK controls, not this IK control: set it to 0"
+
+
 def fk_switch_warnings(obj: bpy.types.Object, effectors: tuple[Effector | None, ...]) -> list[str]:
-    """Effectors on a generated Rigify rig's FK controls whose limb shows its IK chain (the
-    switch below 1): the controls reach, the deforming bones do not follow them (a review
-    found the status saying reached with the arms and legs 0.14-0.98 m off). Read at every
-    solve: the switch is a property the user flips or animates."""
+    """Effectors on a generated Rigify rig's limb controls whose limb shows the other chain
+    (FK controls with the switch below 1, IK controls above 0): the controls reach, the
+    deforming bones do not follow them (a review found the status saying reached with the
+    arms and legs 0.14-0.98 m off; on IK controls, a QA helper, nothing deformed at all).
+    Read at every solve: the switch is a property the user flips or animates."""
     found = []
     for position, effector in enumerate(effectors):
         if effector is None:
             continue
-        prefix, dot, side = effector.bone.partition(".")
-        holder = RIGIFY_FK_SWITCHES.get(prefix)
-        if holder is None or not dot:
+        known = rigify_switch(obj, effector.bone)
+        if known is None or known[1] == known[2]:
             continue
-        switch = obj.pose.bones.get(f"{holder}.{side}")
-        value = switch.get("IK_FK") if switch is not None else None
-        if isinstance(value, (int, float)) and value < 1.0:
-            label = effector_label(position, effector.bone)
-            found.append(
-                f"{label}: '{holder}.{side}' has its IK/FK switch at {value:g}, so the deforming bones "
-                "follow the IK chain, not these FK controls: set it to 1"
-            )
+        switch, value, shown = known
+        label = effector_label(position, effector.bone)
+        found.append(f"{label}: '{switch.name}' has its IK/FK switch at {value:g}, so {switch_advice(shown)}")
     return found
 
 

@@ -274,6 +274,31 @@ def test_effectors_on_fk_controls_shown_at_ik_are_named(generated_blend: Path) -
     assert "IK/FK switch" not in pressed.message, pressed.message
 
 
+def test_an_effector_on_an_ik_control_shown_at_fk_is_named(generated_blend: Path) -> None:
+    """An effector on Rigify's IK control of a limb switched to FK (the test rig's set-up):
+    the control reaches, nothing deforms; the status said reached with no warning (QA
+    helper). Switched to IK, no warning."""
+    rig = real_rigs.generated_rig(generated_blend)
+    obj = rig.obj
+    assert obj.pose.bones["upper_arm_parent.L"]["IK_FK"] == 1.0
+    control = obj.pose.bones["hand_ik.L"]
+    head, tail = obj.matrix_world @ control.head, obj.matrix_world @ control.tail
+    turned = (
+        head + ((tail - head) + Vector((0.0, -0.3 * (tail - head).length, 0.0))).normalized() * (tail - head).length
+    )
+    obj.tendon.effectors.clear()
+    real_rigs.set_effectors(obj, (real_rigs.Effector("hand_ik.L", 1),), [turned])
+    pressed = press(bpy.ops.tendon.solve)
+    assert pressed.result == "FINISHED"
+    assert (
+        "'upper_arm_parent.L' has its IK/FK switch at 1, so the deforming bones follow the FK controls, "
+        "not this IK control: set it to 0" in pressed.message
+    ), pressed.message
+    obj.pose.bones["upper_arm_parent.L"]["IK_FK"] = 0.0
+    pressed = press(bpy.ops.tendon.solve)
+    assert "IK/FK switch" not in pressed.message, pressed.message
+
+
 def test_a_bake_counts_no_frame_where_the_limb_shows_its_ik_chain(generated_blend: Path) -> None:
     """Baking effectors on the FK controls, with the IK/FK switch keyed to IK for part of
     the range: those frames are not reached in the deforming bones, and the bake says so
