@@ -10,7 +10,7 @@ into armature space for every frame at once, one native call solves every frame,
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import bpy
@@ -76,6 +76,8 @@ class BakeOutcome:
     goals: int = 1
     #: Whether Blender's pose, measured at a few frames, missed what the solve reached.
     unshown: bool = False
+    #: What was checked and found well (said as information, not warnings).
+    notes: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         baked = f"Baked {self.frames} frame(s) of {self.bones} bone(s) into '{self.action}': {self.keys} keys "
@@ -549,7 +551,10 @@ class Baker:
                 "slot: its keys changed too"
             )
         evaluated = self.evaluated_check(action, slot)
-        if evaluated:
+        # Blender's pose showing the solve is a confirmation (said as a warning, it read as
+        # a failure; QA helper).
+        notes = [evaluated] if evaluated and not self.unshown else []
+        if evaluated and self.unshown:
             self.found.warnings.append(evaluated)
         self.show_keys()
         return BakeOutcome(
@@ -564,6 +569,7 @@ class Baker:
             warnings=self.found.warnings,
             goals=len(self.found.goals),
             unshown=self.unshown,
+            notes=notes,
         )
 
     def with_own_channels(self, rotations: np.ndarray) -> np.ndarray:

@@ -697,9 +697,11 @@ class TENDON_OT_bake(Operator):
     def report_outcome(self, context: Context, outcome: bake.BakeOutcome) -> set[str]:
         for warning in outcome.warnings:
             self.report({"WARNING"}, warning)
+        for note in outcome.notes:
+            self.report({"INFO"}, note)
         self.report({"INFO"}, outcome.summary())
         # As after a solve, the status line also says which effectors were skipped and why.
-        context.active_object.tendon.status = "; ".join([outcome.summary(), *outcome.warnings])
+        context.active_object.tendon.status = "; ".join([outcome.summary(), *outcome.warnings, *outcome.notes])
         return {"FINISHED"}
 
 
