@@ -78,6 +78,12 @@ def test_limits_from_arrays(humanoid: tendon.Rig) -> None:
     for typo, key in (({"X": {"mode": "locked"}}, "`X`"), ({"euler_order": "XYZ"}, "`euler_order`")):
         with pytest.raises(tendon.LimitError, match=f"limits of bone 'forearm.L': unknown field {key}"):
             tendon.Rig.from_arrays(humanoid.names, humanoid.parents, world, lengths, json.dumps({"forearm.L": typo}))
+    # NaN or infinity, as json.dumps writes them (JSON has neither): the bone is named (the
+    # message gave a line and column, as if the structure were wrong; QA helper).
+    for value in (float("nan"), float("inf"), -float("inf")):
+        bad = json.dumps({"hand.L": {"order": "XYZ"}, "forearm.L": {"roll": value}})
+        with pytest.raises(tendon.LimitError, match="limits of bone 'forearm.L': a value is NaN or infinite"):
+            tendon.Rig.from_arrays(humanoid.names, humanoid.parents, world, lengths, bad)
 
 
 def test_a_misspelt_key_in_rig_json_is_an_error() -> None:

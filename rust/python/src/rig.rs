@@ -76,9 +76,7 @@ impl Rig {
             None => None,
             Some(text) => {
                 let by_bone: HashMap<String, serde_json::Value> = serde_json::from_str(text)
-                    .map_err(|e| {
-                        LimitError::new_err(format!("limits must map bone names to limits: {e}"))
-                    })?;
+                    .map_err(|e| LimitError::new_err(limits_syntax_error(text, &e)))?;
                 // Each bone's apart, so an error names the bone (a misspelt key names
                 // itself: it was silently left out, and the joint free).
                 let mut parsed = HashMap::with_capacity(by_bone.len());
@@ -406,4 +404,53 @@ fn pose_arrays(rig: &CoreRig, pose: &Pose) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
     write_translations(rig, pose, &mut translations);
     write_scales(rig, pose, &mut scales);
     (rotations, translations, scales)
+}
+
+/// What is wrong with limits JSON that does not parse: a NaN or infinity (which Python's
+/// `json.dumps` writes and JSON does not have) names the bone whose limits hold it (the
+/// message named only a line and column, as if the structure were wrong; QA helper).
+fn limits_syntax_error(text: &str, error: &serde_json::Error) -> String {
+    let offset = text
+        .lines()
+        .take(error.line().saturating_sub(1))
+        .map(|line| line.len() + 1)
+        .sum::<usize>()
+        + error.column().saturating_sub(1);
+    let at = &text[offset.min(text.len())..];
+    let not_a_number = ["NaN", "Infinity", "-Infinity"]
+        .iter()
+        .any(|word| at.trim_start().starts_with(word));
+    if !not_a_number {
+        return format!("limits must map bone names to limits: {error}");
+    }
+    // The bone: the last key at the top level before the offset.
+    let (mut depth, mut in_string, mut escaped) = (0i32, false, false);
+    let (mut start, mut bone) = (None, None);
+    for (i, c) in text[..offset.min(text.len())].char_indices() {
+        match (in_string, c) {
+            (true, _) if escaped => escaped = false,
+            (true, '\\') => escaped = true,
+            (true, '"') => {
+                in_string = false;
+                if depth == 1 {
+                    if let Some(from) = start {
+                        bone = Some(&text[from..i]);
+                    }
+                }
+            }
+            (false, '"') => {
+                in_string = true;
+                start = Some(i + 1);
+            }
+            (false, '{') | (false, '[') => depth += 1,
+            (false, '}') | (false, ']') => depth -= 1,
+            _ => {}
+        }
+    }
+    match bone {
+        Some(name) => format!(
+            "limits of bone '{name}': a value is NaN or infinite (JSON has neither; Python's json.dumps writes them): give it a number"
+        ),
+        None => format!("limits hold a NaN or infinite value: {error}"),
+    }
 }
