@@ -19,7 +19,7 @@ import bpy
 
 from . import hooks, props, rig, space
 from .native import TendonUserError
-from .solve import Effector, SolveOutcome, read_effectors, solve
+from .solve import Effector, SolveOutcome, read_effectors, rigify_switch, solve
 
 #: The armatures with live mode on, per scene (scene pointer -> objects), or None when they
 #: must be listed again (relations rebuilt, which adding, deleting or linking objects does;
@@ -109,6 +109,10 @@ def signature(
         if effector is None:
             continue
         values.append(effector.bone in bones)
+        # A Rigify limb's IK/FK switch, flipped, changes what the status must say (it
+        # kept saying reached with the hand 10 cm off; QA helper).
+        switch = rigify_switch(obj, effector.bone)
+        values.append(switch[1] if switch is not None else None)
         matrices = world[position] = []
         for target, subtarget in space.target_objects(effector):
             try:

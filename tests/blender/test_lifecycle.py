@@ -113,6 +113,32 @@ def test_live_mode_solves_again_when_a_setting_or_a_limit_changes() -> None:
     assert shin.tendon.min_x - 1e-4 <= x <= shin.tendon.max_x + 1e-4, (x, obj.tendon.status)
 
 
+def test_live_mode_says_so_at_once_when_a_rigify_switch_is_flipped() -> None:
+    """Flipping a Rigify limb's IK/FK switch away from the FK controls an effector poses
+    left live mode saying "reached" (the hand 10 cm off) until a target moved (QA helper):
+    the switch is part of what live mode watches. (The bones carry Rigify's names.)"""
+    obj = rigs.armature(
+        "Rig",
+        [
+            ("upper_arm_parent.L", None, (0.0, 0.0, 1.5), (0.0, 0.0, 1.6), 0.0),
+            ("upper_arm_fk.L", "upper_arm_parent.L", (0.0, 0.0, 1.6), (0.3, 0.0, 1.6), 0.0),
+            ("forearm_fk.L", "upper_arm_fk.L", (0.3, 0.0, 1.6), (0.6, 0.0, 1.6), 0.0),
+        ],
+    )
+    switch = obj.pose.bones["upper_arm_parent.L"]
+    switch["IK_FK"] = 1.0
+    target = rigs.empty("target", (0.5, -0.1, 1.5))
+    rigs.add_effector(obj, "forearm_fk.L", target, chain_length=2)
+    obj.tendon.live = True
+    settle()
+    assert "Live: 1 effector(s) reached" in obj.tendon.status and "IK/FK" not in obj.tendon.status
+    settle()
+    switch["IK_FK"] = 0.0
+    obj.update_tag()
+    rigs.update()
+    assert "'upper_arm_parent.L' has its IK/FK switch at 0" in obj.tendon.status, obj.tendon.status
+
+
 def test_removing_the_last_effector_in_live_mode_says_so() -> None:
     """Removing an item tags nothing: the status kept "Live: 1 effector(s) reached"."""
     obj = rigs.chain(3)
