@@ -335,22 +335,16 @@ def read_rig(obj: bpy.types.Object, with_tension: bool | None = None) -> RigEntr
 
 
 def rotation_locks(obj: bpy.types.Object) -> bytes:
-    """Every pose bone's rotation locks (x, y, z) read in one bulk call, and for the few
-    bones locked on all three in Axis Angle mode their W and 4D locks: a bone locked on
-    every axis is held by the solve (`limits_json`), so a lock set or cleared rebuilds.
-    (Read at each solve: about 2 us on an armature without locks, 8 us with the W and 4D
-    locks of every bone read as well.)"""
+    """Every pose bone's rotation locks (x, y, z, w, 4D), read in bulk: a bone locked on
+    every axis is held by the solve (`limits_json`), so a lock set or cleared rebuilds."""
     pose_bones = obj.pose.bones
-    locks = np.empty(len(pose_bones) * 3, bool)
+    n = len(pose_bones)
+    locks = np.empty(n * 3, bool)
     pose_bones.foreach_get("lock_rotation", locks)
-    found = locks.tobytes()
-    if not locks.any():
-        return found
-    for bone in np.flatnonzero(locks.reshape(-1, 3).all(axis=1)):
-        pose_bone = pose_bones[int(bone)]
-        if pose_bone.rotation_mode == "AXIS_ANGLE":
-            found += bytes((int(bone) % 251, pose_bone.lock_rotation_w, pose_bone.lock_rotations_4d))
-    return found
+    extra = np.empty((2, n), bool)
+    pose_bones.foreach_get("lock_rotation_w", extra[0])
+    pose_bones.foreach_get("lock_rotations_4d", extra[1])
+    return locks.tobytes() + extra.tobytes()
 
 
 def build(obj: bpy.types.Object, with_tension: bool) -> RigEntry:
