@@ -73,8 +73,6 @@ class RigEntry:
     #: gives no event the cache hears of.
     limit_rotation_bones: tuple[str, ...] = ()
     limit_rotation_state: tuple[Any, ...] = ()
-    #: Every pose bone's rotation locks (`rotation_locks`) as read when built.
-    lock_state: bytes = b""
     #: Every bone's ``matrix_local`` as read when built (n * 16, column by column): an
     #: update of the armature's data compares it (`rest_changed`), since applying the
     #: object's scale or rotation changes the rest with no other event the cache hears of.
@@ -288,19 +286,7 @@ def limits_json(obj: bpy.types.Object, with_tension: bool, clamped_alike: set[st
     if anim is not None:
         animated |= {driver.data_path for driver in anim.drivers}
     for pose_bone in obj.pose.bones:
-        if pose_bone.name in limits:
-            continue
-        # A bone whose rotation the rig locks on every axis (a helper the animator cannot
-        # turn) is no joint for the solve either: Rigify's MCH-hand_fk in a hand_fk chain
-        # of 4 was turned and keyed, hidden from the animator (QA helper).
-        # (In Axis Angle mode with 4D locks, a free W still turns it about its axis.)
-        hinge = (
-            pose_bone.rotation_mode == "AXIS_ANGLE" and pose_bone.lock_rotations_4d and not pose_bone.lock_rotation_w
-        )
-        if all(pose_bone.lock_rotation) and not hinge:
-            limits[pose_bone.name] = {"order": "XYZ", **{axis: {"mode": "locked"} for axis in "xyz"}}
-            continue
-        if not len(pose_bone.constraints):
+        if pose_bone.name in limits or not len(pose_bone.constraints):
             continue
         modelled = limit_rotation_limits(pose_bone, animated)
         if modelled is not None:
@@ -326,25 +312,11 @@ def read_rig(obj: bpy.types.Object, with_tension: bool | None = None) -> RigEntr
             not entry.limit_rotation_bones
             or limit_rotation_signature(obj, entry.limit_rotation_bones) == entry.limit_rotation_state
         )
-        and rotation_locks(obj) == entry.lock_state
     ):
         return entry
     entry = build(obj, with_tension)
     _rigs[(obj.as_pointer(), with_tension)] = entry
     return entry
-
-
-def rotation_locks(obj: bpy.types.Object) -> bytes:
-    """Every pose bone's rotation locks (x, y, z, w, 4D), read in bulk: a bone locked on
-    every axis is held by the solve (`limits_json`), so a lock set or cleared rebuilds."""
-    pose_bones = obj.pose.bones
-    n = len(pose_bones)
-    locks = np.empty(n * 3, bool)
-    pose_bones.foreach_get("lock_rotation", locks)
-    extra = np.empty((2, n), bool)
-    pose_bones.foreach_get("lock_rotation_w", extra[0])
-    pose_bones.foreach_get("lock_rotations_4d", extra[1])
-    return locks.tobytes() + extra.tobytes()
 
 
 def build(obj: bpy.types.Object, with_tension: bool) -> RigEntry:
@@ -404,7 +376,6 @@ def build(obj: bpy.types.Object, with_tension: bool) -> RigEntry:
         clamped_alike=frozenset(index[name] for name in clamped_alike),
         limit_rotation_bones=limit_rotation_bones,
         limit_rotation_state=limit_rotation_signature(obj, limit_rotation_bones),
-        lock_state=rotation_locks(obj),
         rest_local=matrices,
     )
 
