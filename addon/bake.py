@@ -189,6 +189,15 @@ class Baker:
         frames, goals, n = len(self.frames), len(self.found.goals), len(self.entry.names)
         effectors = [obj.tendon.effectors[i] for i in self.found.effectors]
         self.effectors = effectors
+        #: Effectors on a generated Rigify rig's limb controls: (goal, switch bone, the value
+        #: that shows the controls), and the switches' values at each frame the scene is
+        #: evaluated (drivers and NLA set them there).
+        self.switches = [
+            (k, known[0].name, known[2])
+            for k, effector in enumerate(effectors)
+            if (known := rigify_switch(obj, effector.bone)) is not None
+        ]
+        self.switch_values = np.full((len(self.frames), len(self.switches)), np.nan)
         self.uses_rotation = any(g.rotation is not None for g in self.found.goals)
         self.uses_pole = any(g.pole is not None for g in self.found.goals)
         #: Per frame, world to armature space (frames, 4, 4), the targets' world points
@@ -329,6 +338,10 @@ class Baker:
                     self.pole_points[t, k] = pole.translation
             if self.scale_plans:
                 self.scale_goals[t] = chain_scale_goals(obj, entry, self.scale_plans)
+            for column, (_, name, _) in enumerate(self.switches):
+                value = obj.pose.bones[name].get("IK_FK")
+                if isinstance(value, (int, float)):
+                    self.switch_values[t, column] = value
             obj.pose.bones.foreach_get("matrix_basis", self.basis[t])
             if not entry.pose_in_order:
                 self.basis[t] = self.basis[t].reshape(-1, 16)[entry.pose_order].ravel()
@@ -599,24 +612,27 @@ class Baker:
         away from that and where."""
         obj, frames = self.obj, self.frames
         on_fk = np.ones(len(frames), bool)
-        for position, effector in zip(self.found.effectors, self.effectors, strict=True):
-            known = rigify_switch(obj, effector.bone)
-            if known is None:
-                continue
-            switch, value, shown = known
-            path = f'pose.bones["{bpy.utils.escape_identifier(switch.name)}"]["IK_FK"]'
-            fcurve = keys.find_fcurve(obj, path, 0)
-            values = np.full(len(frames), value)
-            if fcurve is not None and not fcurve.mute:
-                values = keys.sample_fcurve(fcurve, frames)
-            away = values != shown
+        for column, (k, name, shown) in enumerate(self.switches):
+            position, effector, switch = self.found.effectors[k], self.effectors[k], obj.pose.bones[name]
+            if self.per_frame_pose:
+                # As the scene evaluated it at each frame (a driven switch, or one keyed in
+                # an NLA strip, read as it stands now, said every frame reached; QA helper).
+                values = np.where(np.isnan(self.switch_values[:, column]), shown, self.switch_values[:, column])
+            else:
+                values = np.full(len(frames), float(switch.get("IK_FK", shown)))
+                path = f'pose.bones["{bpy.utils.escape_identifier(name)}"]["IK_FK"]'
+                fcurve = keys.find_fcurve(obj, path, 0)
+                if fcurve is not None and not fcurve.mute:
+                    values = keys.sample_fcurve(fcurve, frames)
+            # Sampled Bezier keys of 1 read 0.9999999 (frames counted unreached that were).
+            away = np.abs(values - shown) > 1e-4
             if not away.any():
                 continue
             on_fk &= ~away
             first = int(np.argmax(away))
             where = "below 1" if shown >= 1.0 else "above 0"
             self.found.warnings.append(
-                f"{effector_label(position, effector.bone)}: '{switch.name}' has its IK/FK switch {where} on "
+                f"{effector_label(position, effector.bone)}: '{name}' has its IK/FK switch {where} on "
                 f"{int(away.sum())} of {len(frames)} frame(s) ({values[first]:g} at frame {frames[first]:g}), "
                 f"where {switch_advice(shown).replace(': set', ' (not counted as reached): set')}"
             )

@@ -9,7 +9,7 @@ import numpy as np
 from bpy.props import BoolProperty, EnumProperty, IntProperty
 from bpy.types import Context, Operator
 
-from . import bake, human, rig, solve
+from . import bake, human, keys, rig, solve
 from .native import TendonUserError
 
 #: Blender rotation modes that are Euler orders (every mode but these two).
@@ -339,7 +339,10 @@ class TENDON_OT_import_blender_ik(Operator):
         settings = obj.tendon
         imported = 0
         anim = obj.animation_data
-        driven = {driver.data_path for driver in anim.drivers} if anim is not None else set()
+        # Muting a constraint whose mute or influence a driver (not itself muted) or a
+        # key sets would not stick (a keyed mute came back at the next frame; QA helper).
+        driven = {driver.data_path for driver in anim.drivers if not driver.mute} if anim is not None else set()
+        driven |= {fcurve.data_path for fcurve in keys.fcurves_of(obj) or () if not fcurve.mute}
         skipped: list[str] = []
         for pose_bone in obj.pose.bones:
             for constraint in pose_bone.constraints:
@@ -412,7 +415,7 @@ class TENDON_OT_import_blender_ik(Operator):
             return None
         return (
             f"IK constraint '{constraint.name}' on bone '{pose_bone.name}' has its {switched[0]} set by a "
-            "driver (a rig's IK/FK switch), so Tendon cannot mute it; not imported: put effectors "
+            "driver or keys (a rig's IK/FK switch), so Tendon cannot mute it; not imported: put effectors "
             "on the rig's FK controls instead"
         )
 

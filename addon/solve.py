@@ -448,8 +448,11 @@ RIGIFY_SWITCHES = {
     "thigh_fk": ("thigh_parent", 1.0),
     "shin_fk": ("thigh_parent", 1.0),
     "foot_fk": ("thigh_parent", 1.0),
+    "upper_arm_ik": ("upper_arm_parent", 0.0),
     "hand_ik": ("upper_arm_parent", 0.0),
+    "thigh_ik": ("thigh_parent", 0.0),
     "foot_ik": ("thigh_parent", 0.0),
+    "toe_ik": ("thigh_parent", 0.0),
 }
 
 

@@ -287,6 +287,28 @@ def test_a_bake_of_imported_ik_with_a_pole_puts_the_elbow_where_blender_does(sol
         assert apart < 1e-3, (solver, frame, apart)
 
 
+@pytest.mark.parametrize("how", ["keyed", "driven", "muted driver"])
+def test_import_blender_ik_skips_a_constraint_whose_mute_is_animated(how: str) -> None:
+    """A mute a key or a driver sets comes back at the next frame: such a constraint is not
+    imported, by name (a keyed mute was imported and every solve then refused the effector;
+    QA helper). A muted driver sets nothing: that constraint is imported."""
+    obj, _knee, _foot = leg_with_blender_ik(-math.pi / 2, (0.0, -1.0, 0.6))
+    constraint = obj.pose.bones["shin"].constraints[0]
+    if how == "keyed":
+        constraint.keyframe_insert("mute", frame=1)
+    else:
+        fcurve = constraint.driver_add("mute")
+        fcurve.driver.type, fcurve.driver.expression = "SCRIPTED", "0"
+        fcurve.mute = how == "muted driver"
+    if how == "muted driver":
+        assert bpy.ops.tendon.import_blender_ik() == {"FINISHED"}
+        assert constraint.mute and len(obj.tendon.effectors) == 1
+        return
+    with pytest.raises(RuntimeError, match="on bone 'shin' has its mute set by a driver or keys"):
+        bpy.ops.tendon.import_blender_ik()
+    assert not constraint.mute and len(obj.tendon.effectors) == 0
+
+
 def test_import_blender_ik_counts_a_headless_chain_as_blender_does() -> None:
     """Use Tail off: Blender's chain starts at the bone's parent and counts from there, so
     the effector (which counts its own bone) needs one more; imported as it was, the solve

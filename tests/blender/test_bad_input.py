@@ -321,6 +321,43 @@ def test_a_bake_counts_no_frame_where_the_limb_shows_its_ik_chain(generated_blen
     assert "upper_arm_parent.R" not in pressed.message
 
 
+def rigify_named_arm() -> tuple[bpy.types.Object, bpy.types.PoseBone]:
+    """Three bones with the generated Rigify rig's names (the switch holder, the FK upper
+    arm and forearm), an effector on the forearm (chain 2) with a reachable target, and the
+    switch bone."""
+    obj = rigs.armature(
+        "Rig",
+        [
+            ("upper_arm_parent.L", None, (0.0, 0.0, 1.5), (0.0, 0.0, 1.6), 0.0),
+            ("upper_arm_fk.L", "upper_arm_parent.L", (0.0, 0.0, 1.6), (0.3, 0.0, 1.6), 0.0),
+            ("forearm_fk.L", "upper_arm_fk.L", (0.3, 0.0, 1.6), (0.6, 0.0, 1.6), 0.0),
+        ],
+    )
+    switch = obj.pose.bones["upper_arm_parent.L"]
+    switch["IK_FK"] = 1.0
+    rigs.add_effector(obj, "forearm_fk.L", rigs.empty("target", (0.5, -0.1, 1.5)), chain_length=2)
+    return obj, switch
+
+
+@pytest.mark.parametrize(("how", "reached"), [("driver", 5), ("bezier", 7)])
+def test_a_bake_reads_a_driven_or_bezier_keyed_switch_at_each_frame(how: str, reached: int) -> None:
+    """A switch a driver sets was read as it stood (every frame reached, the hand 8-14 cm
+    off); one keyed with Bezier keys of 1 sampled 0.9999999 and frames the limb showed were
+    counted missed (QA helper)."""
+    obj, switch = rigify_named_arm()
+    if how == "driver":
+        driver = switch.driver_add('["IK_FK"]').driver
+        driver.type, driver.expression = "SCRIPTED", "1 if frame < 6 else 0"
+    else:
+        for frame, value in ((1, 1.0), (5, 1.0), (7, 1.0), (10, 0.0)):
+            switch["IK_FK"] = value
+            switch.keyframe_insert('["IK_FK"]', frame=frame)
+    pressed = press(bpy.ops.tendon.bake, frame_start=1, frame_end=10)
+    assert pressed.result == "FINISHED"
+    assert f"targets reached on {reached} frame(s)" in pressed.message, pressed.message
+    assert f"has its IK/FK switch below 1 on {10 - reached} of 10 frame(s)" in pressed.message, pressed.message
+
+
 def test_bake_skips_a_deleted_effector_bone_and_undo_restores_the_action() -> None:
     rig = mocap()
     obj = rig.obj
