@@ -634,7 +634,7 @@ class Baker:
             self.found.warnings.append(
                 f"{effector_label(position, effector.bone)}: '{name}' has its IK/FK switch {where} on "
                 f"{int(away.sum())} of {len(frames)} frame(s) ({values[first]:g} at frame {frames[first]:g}), "
-                f"where {switch_advice(shown).replace(': set', ' (not counted as reached): set')}"
+                f"where {switch_advice(shown, ' (not counted as reached)')}"
             )
         return on_fk
 

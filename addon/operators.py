@@ -404,10 +404,11 @@ class TENDON_OT_import_blender_ik(Operator):
 
     @staticmethod
     def switched(pose_bone: bpy.types.PoseBone, constraint: Any, driven: set[str]) -> str | None:
-        """Why a constraint whose muting or influence a driver sets cannot be imported: the
-        mute written would not stick (Rigify's generated rig switches its limbs' IK this
-        way: the import said it muted 4 constraints, none stayed muted, and every solve then
-        refused the effectors; QA helper)."""
+        """Why a constraint whose muting or influence a driver or a key sets (`driven`: the
+        armature's animated data paths) cannot be imported: the mute written would not
+        stick (Rigify's generated rig switches its limbs' IK this way: the import said it
+        muted 4 constraints, none stayed muted, and every solve then refused the effectors;
+        QA helper)."""
         bone, name = bpy.utils.escape_identifier(pose_bone.name), bpy.utils.escape_identifier(constraint.name)
         path = f'pose.bones["{bone}"].constraints["{name}"]'
         switched = [setting for setting in ("mute", "influence") if f"{path}.{setting}" in driven]

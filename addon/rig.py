@@ -208,6 +208,13 @@ def limit_rotation_limits(pose_bone: bpy.types.PoseBone, animated: set[str]) -> 
     }
 
 
+def unit_quaternion(values: list[float]) -> list[float]:
+    """A quaternion setting normalised as Blender does for rotations: typed in one field at
+    a time, it is rarely unit (a zero one is left for the library to name)."""
+    length = math.sqrt(sum(v * v for v in values))
+    return [v / length for v in values] if length > 1e-6 else values
+
+
 def limits_json(obj: bpy.types.Object, with_tension: bool, clamped_alike: set[str] | None = None) -> str | None:
     """The pose bones' Tendon limits as the native library's JSON (None when no bone has
     any). Tension settings, which only the tension minimiser reads, only `with_tension`.
@@ -272,15 +279,11 @@ def limits_json(obj: bpy.types.Object, with_tension: bool, clamped_alike: set[st
                     raise TendonUserError(
                         f"Bone '{pose_bone.name}': its limit setting 'limit_frame' is {frame}: give it numbers"
                     )
-                length = math.sqrt(sum(v * v for v in frame))
-                limits[pose_bone.name]["frame"] = [v / length for v in frame] if length > 1e-6 else frame
+                limits[pose_bone.name]["frame"] = unit_quaternion(frame)
             start = offsets["limit_neutral"]
             neutral = values[start : start + 4]
             if neutral != [1.0, 0.0, 0.0, 0.0]:
-                # Typed in one field at a time, a quaternion is rarely unit: normalise as
-                # Blender does for rotations (a zero one is left for the library to name).
-                length = math.sqrt(sum(v * v for v in neutral))
-                limits[pose_bone.name]["neutral"] = [v / length for v in neutral] if length > 1e-6 else neutral
+                limits[pose_bone.name]["neutral"] = unit_quaternion(neutral)
     anim = obj.animation_data
     animated = {fc.data_path for fc in keys.fcurves_of(obj) or ()}
     if anim is not None:

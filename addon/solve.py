@@ -468,11 +468,11 @@ def rigify_switch(obj: bpy.types.Object, bone: str) -> tuple[bpy.types.PoseBone,
     return switch, float(value), shown
 
 
-def switch_advice(shown: float) -> str:
-    """What a switch away from `shown` does, and what to set."""
+def switch_advice(shown: float, aside: str = "") -> str:
+    """What a switch away from `shown` does, `aside` (said before the fix), and the fix."""
     if shown >= 1.0:
-        return "the deforming bones follow the IK chain, not these FK controls: set it to 1"
-    return "the deforming bones follow the FK controls, not this IK control: set it to 0"
+        return f"the deforming bones follow the IK chain, not these FK controls{aside}: set it to 1"
+    return f"the deforming bones follow the FK controls, not this IK control{aside}: set it to 0"
 
 
 def fk_switch_warnings(obj: bpy.types.Object, effectors: tuple[Effector | None, ...]) -> list[str]:
