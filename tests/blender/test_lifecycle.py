@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import rigs
 from mathutils import Quaternion, Vector
+from test_bad_input import rigify_named_arm
 from test_bake import animated_chain
 
 from conftest import MODULE
@@ -117,18 +118,7 @@ def test_live_mode_says_so_at_once_when_a_rigify_switch_is_flipped() -> None:
     """Flipping a Rigify limb's IK/FK switch away from the FK controls an effector poses
     left live mode saying "reached" (the hand 10 cm off) until a target moved (QA helper):
     the switch is part of what live mode watches. (The bones carry Rigify's names.)"""
-    obj = rigs.armature(
-        "Rig",
-        [
-            ("upper_arm_parent.L", None, (0.0, 0.0, 1.5), (0.0, 0.0, 1.6), 0.0),
-            ("upper_arm_fk.L", "upper_arm_parent.L", (0.0, 0.0, 1.6), (0.3, 0.0, 1.6), 0.0),
-            ("forearm_fk.L", "upper_arm_fk.L", (0.3, 0.0, 1.6), (0.6, 0.0, 1.6), 0.0),
-        ],
-    )
-    switch = obj.pose.bones["upper_arm_parent.L"]
-    switch["IK_FK"] = 1.0
-    target = rigs.empty("target", (0.5, -0.1, 1.5))
-    rigs.add_effector(obj, "forearm_fk.L", target, chain_length=2)
+    obj, switch = rigify_named_arm()
     obj.tendon.live = True
     settle()
     assert "Live: 1 effector(s) reached" in obj.tendon.status and "IK/FK" not in obj.tendon.status
