@@ -379,8 +379,17 @@ def test_solve_frames_with_animated_poses_rotation_targets_and_poles() -> None:
             # Bones outside the chain keep the frame's animated rotation.
             np.testing.assert_array_equal(batch.rotations[f, :2], poses[f, :2])
             previous, previous_start = batch.rotations[f], start
-    with pytest.raises(tendon.ShapeError, match="poles"):
-        solver.solve_frames(rig, [goal], targets.astype(np.float32), poles=np.zeros((2, 1, 3)))
+    poled = tendon.Goal("b3", targets[0, 0], chain_length=2, pole=(0.0, 0.0, 1.0))
+    with pytest.raises(tendon.ShapeError, match=r"poles has shape \(2, 1, 3\)"):
+        solver.solve_frames(rig, [poled], targets.astype(np.float32), poles=np.zeros((2, 1, 3)))
+    # Per-frame values no goal reads are refused, not ignored (a rotation array for goals
+    # made without rotation= left the hand 132 degrees off it, every frame "reached"; QA
+    # helper).
+    plain = tendon.Goal("b3", targets[0, 0], chain_length=2)
+    with pytest.raises(tendon.ShapeError, match="rotation_targets given, but no goal has one to move"):
+        solver.solve_frames(rig, [plain], targets.astype(np.float32), rotation_targets=twists.astype(np.float32))
+    with pytest.raises(tendon.ShapeError, match="poles given, but no goal has one to move: make the goals with pole="):
+        solver.solve_frames(rig, [plain], targets.astype(np.float32), poles=np.zeros((frames, 1, 3)))
 
 
 def test_spring_simulation_hangs_a_tail_and_keeps_lengths() -> None:

@@ -164,6 +164,17 @@ impl Goal {
 }
 
 impl Goal {
+    /// Whether per-frame rotation targets (`solve_frames`' `rotation_targets`) move this
+    /// goal: it was made with a rotation.
+    pub(crate) fn has_rotation(&self) -> bool {
+        self.goal.rotation.is_some()
+    }
+
+    /// Whether per-frame poles move this goal: it was made with a pole.
+    pub(crate) fn has_pole(&self) -> bool {
+        self.goal.pole.is_some()
+    }
+
     /// The core goal with its bone resolved to a depth-first index.
     pub(crate) fn resolve(&self, rig: &CoreRig, position: usize) -> PyResult<CoreGoal> {
         Ok(CoreGoal {

@@ -447,7 +447,8 @@ impl Solver {
     /// animated pose). With `warm`, the bones a solve has turned (on the previous frame or
     /// any before) start from the previous solution (path-dependent, fast) and the others
     /// from the frame's pose; otherwise every frame starts from its pose. `rotation_targets` (frames, goals, 4) and `poles`
-    /// (frames, goals, 3) move the rotation targets and poles of the goals that have them.
+    /// (frames, goals, 3) move the rotation targets and poles of the goals that have them
+    /// (given when no goal has one, they are an error).
     #[pyo3(signature = (rig, goals, targets, rotations = None, translations = None, scales = None, warm = true, *, rotation_targets = None, poles = None))]
     #[allow(clippy::too_many_arguments)]
     fn solve_frames<'py>(
@@ -463,6 +464,29 @@ impl Solver {
         rotation_targets: Option<&Bound<'py, PyAny>>,
         poles: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<FramesResult> {
+        // Per-frame values no goal reads are a mistake, not a no-op (a rotation array for
+        // goals made without `rotation=` left every hand 132 degrees off it, each frame
+        // "reached"; QA helper).
+        for (given, used, what, made) in [
+            (
+                rotation_targets.is_some(),
+                goals.iter().any(|g| g.has_rotation()),
+                "rotation_targets",
+                "rotation=",
+            ),
+            (
+                poles.is_some(),
+                goals.iter().any(|g| g.has_pole()),
+                "poles",
+                "pole=",
+            ),
+        ] {
+            if given && !used {
+                return Err(ShapeError::new_err(format!(
+                    "{what} given, but no goal has one to move: make the goals with {made}"
+                )));
+            }
+        }
         let rig = &rig.rig;
         let mut guard = self.lock(py);
         let state = &mut *guard;
