@@ -143,6 +143,21 @@ impl AxisTension {
     }
 }
 
+/// Checks that `q`, `what` of `bone`'s limits, is a finite unit quaternion.
+fn unit_quaternion(bone: &str, what: &str, q: Quat) -> Result<()> {
+    if q.is_finite() && (q.length() - 1.0).abs() < 1e-3 {
+        return Ok(());
+    }
+    Err(TendonError::InvalidLimit {
+        bone: bone.to_owned(),
+        axis: ' ',
+        reason: format!(
+            "{what} must be a unit quaternion [w, x, y, z], not [{}, {}, {}, {}]",
+            q.w, q.x, q.y, q.z
+        ),
+    })
+}
+
 /// `x^16`, the tension's wall past the threshold (`x` the angle over the threshold).
 fn wall(x: f32) -> f32 {
     let x2 = x * x;
@@ -318,28 +333,8 @@ impl JointLimits {
                 reason: format!("the limit axes' roll must be finite, not {}", self.roll),
             });
         }
-        let f = self.frame;
-        if !(f.is_finite() && (f.length() - 1.0).abs() < 1e-3) {
-            return Err(TendonError::InvalidLimit {
-                bone: bone.to_owned(),
-                axis: ' ',
-                reason: format!(
-                    "the limit axes' frame must be a unit quaternion [w, x, y, z], not [{}, {}, {}, {}]",
-                    f.w, f.x, f.y, f.z
-                ),
-            });
-        }
-        let n = self.neutral;
-        if !(n.is_finite() && (n.length() - 1.0).abs() < 1e-3) {
-            return Err(TendonError::InvalidLimit {
-                bone: bone.to_owned(),
-                axis: ' ',
-                reason: format!(
-                    "the neutral rotation must be a unit quaternion [w, x, y, z], not [{}, {}, {}, {}]",
-                    n.w, n.x, n.y, n.z
-                ),
-            });
-        }
+        unit_quaternion(bone, "the limit axes' frame", self.frame)?;
+        unit_quaternion(bone, "the neutral rotation", self.neutral)?;
         for (axis, tension) in ['x', 'y', 'z'].into_iter().zip(&self.tension) {
             for (side, s) in [
                 ("negative", tension.negative),
