@@ -1295,9 +1295,8 @@ class Shortcut:
             modes = buffers.rotation_modes(pose_bones)
             properties = self.channel_properties(entry, modes)
             arrays = {CHANNEL_ARGUMENTS[name]: buffers.channel(pose_bones, name, width) for name, width in properties}
-            if not (np.isfinite(evaluated).all() and all(np.isfinite(a).all() for a in arrays.values())):
-                # A pose that is not finite somewhere: the whole way names the bone.
-                return None
+            # A pose that is not finite (a NaN channel shows in the evaluated matrices): the
+            # plan refuses it and the whole way names the bone.
             found = plan.solve(
                 solver,
                 evaluated,
