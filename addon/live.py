@@ -115,6 +115,9 @@ def signature(
         values.append(switch[1] if switch is not None else None)
         matrices = world[position] = []
         for target, subtarget in space.target_objects(effector):
+            # Deleted in the viewport, a target stays in the file where it was, one user
+            # fewer: the solve then names it (the status kept saying "reached"; QA helper).
+            values.append(target.users)
             try:
                 matrix = space.target_world_matrix(target, subtarget, "").copy()
             except TendonUserError:

@@ -654,6 +654,34 @@ def test_live_mode_goes_on_after_a_target_is_removed_and_the_frame_changes() -> 
     assert "no target" in obj.tendon.status, obj.tendon.status
 
 
+def test_live_mode_says_at_once_that_a_target_deleted_in_the_viewport_is_gone() -> None:
+    """Deleted in the viewport, a target stays in the file while the effector points at
+    it, where it was: the next update must say so (the status kept "2 effector(s)
+    reached" until another target moved; QA helper)."""
+    obj = rigs.chain(4, name="A")
+    for pose_bone in obj.pose.bones:
+        pose_bone.rotation_mode = "XYZ"
+        pose_bone.rotation_euler = (0.3, 0.1, -0.2)
+    rigs.update()
+    deleted = rigs.empty("deleted", rigs.tail_world(obj, "b3"))
+    kept = rigs.empty("kept", rigs.tail_world(obj, "b1"))
+    for pose_bone in obj.pose.bones:
+        pose_bone.rotation_euler = (0.0, 0.0, 0.0)
+    rigs.add_effector(obj, "b3", deleted, chain_length=2)
+    rigs.add_effector(obj, "b1", kept, chain_length=2)
+    obj.tendon.live = True
+    rigs.update()
+    rigs.update()
+    assert "2 effector(s) reached" in obj.tendon.status, obj.tendon.status
+    rigs.activate(deleted)
+    assert bpy.ops.object.delete() == {"FINISHED"}
+    rigs.activate(obj)
+    rigs.update()
+    rigs.update()
+    assert "'deleted' is in no scene" in obj.tendon.status, obj.tendon.status
+    assert "2 effector(s)" not in obj.tendon.status, obj.tendon.status
+
+
 def test_live_mode_measures_its_solve_even_with_a_nan_in_a_setting() -> None:
     """Live mode solves when something it follows moved, and measures the solve in Blender's
     pose at the next update that moves nothing it follows (Blender evaluates a pose written
