@@ -19,7 +19,7 @@ import bpy
 
 from . import hooks, props, rig, space
 from .native import TendonUserError
-from .solve import Effector, SolveOutcome, read_effectors, rigify_switch, solve
+from .solve import Effector, SolveOutcome, effector_label, followed_bones, read_effectors, rigify_switch, solve
 
 #: The armatures with live mode on, per scene (scene pointer -> objects), or None when they
 #: must be listed again (relations rebuilt, which adding, deleting or linking objects does;
@@ -118,6 +118,10 @@ def signature(
             # Deleted in the viewport, a target stays in the file where it was, one user
             # fewer: the solve then names it (the status kept saying "reached"; QA helper).
             values.append(target.users)
+            if subtarget and target != obj and target.type == "ARMATURE":
+                # Another armature's bone: whether its live solve follows this one back
+                # (`live_cycles`) changes with its effectors.
+                values.append((target.tendon.live, len(target.tendon.effectors)))
             try:
                 matrix = space.target_world_matrix(target, subtarget, "").copy()
             except TendonUserError:
@@ -195,8 +199,14 @@ def live_update(scene: bpy.types.Scene, force: Any = None, depsgraph: Any = None
                 # chains (the status had kept "reached" with the hand a metre off).
             _signatures[key] = seen
             started = time.perf_counter()
+            cycles = live_cycles(obj, effectors)
+            if cycles:
+                effectors = tuple(None if k in cycles else e for k, e in enumerate(effectors))
             try:
+                if cycles and not any(effectors):
+                    raise TendonUserError("; ".join(cycles.values()))
                 outcome = solve(obj, effectors, world)
+                outcome.warnings = [*outcome.warnings, *cycles.values()]
                 _unmeasured[key] = (obj.name, outcome)
                 status = "Live: " + outcome.status()
                 if not bpy.app.timers.is_registered(measure_pending):
@@ -208,6 +218,50 @@ def live_update(scene: bpy.types.Scene, force: Any = None, depsgraph: Any = None
             set_status(obj, status)
     finally:
         _busy = False
+
+
+def live_cycles(obj: bpy.types.Object, effectors: tuple[Effector | None, ...]) -> dict[int, str]:
+    """The effectors (by position) that follow a bone another live armature's solve moves
+    while that armature follows a bone this one's solve moves (two hands reaching for each
+    other): each solve moves the other's target, and live mode would solve both for ever,
+    the hands creeping away. Each with a warning; they are skipped."""
+    found: dict[int, str] = {}
+    for position, effector in enumerate(effectors):
+        other = effector.target if effector is not None else None
+        if other is None or other == obj or other.type != "ARMATURE" or not effector.subtarget:
+            continue
+        if not other.tendon.live or not moved_by_live_solve(other, effector.subtarget):
+            continue
+        for back in read_effectors(other):
+            followed = followed_bones(obj, back.target, back.subtarget) if back is not None else []
+            bone = next((bone for bone, _how in followed if moved_by_live_solve(obj, bone)), None)
+            if bone is not None:
+                found[position] = (
+                    f"{effector_label(position, effector.bone)}: its target bone '{effector.subtarget}' moves with "
+                    f"armature '{other.name}''s live solve, which follows this armature's bone '{bone}' that this "
+                    "solve moves: a cycle live mode cannot settle; skipped (follow an empty, or solve one armature "
+                    "at a time with Solve IK)"
+                )
+                break
+    return found
+
+
+def moved_by_live_solve(obj: bpy.types.Object, name: str) -> bool:
+    """Whether bone `name` of armature `obj` is in or under one of its effectors' chains."""
+    bones = obj.data.bones
+    chain_bones = set()
+    for effector in obj.tendon.effectors:
+        bone = bones.get(effector.bone) if effector.enabled else None
+        count = 0
+        while bone is not None and (effector.chain_length == 0 or count < effector.chain_length):
+            chain_bones.add(bone.name)
+            bone, count = bone.parent, count + 1
+    bone = bones.get(name)
+    while bone is not None:
+        if bone.name in chain_bones:
+            return True
+        bone = bone.parent
+    return False
 
 
 def measure(obj: bpy.types.Object, outcome: SolveOutcome) -> None:

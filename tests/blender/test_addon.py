@@ -682,6 +682,34 @@ def test_live_mode_says_at_once_that_a_target_deleted_in_the_viewport_is_gone() 
     assert "2 effector(s)" not in obj.tendon.status, obj.tendon.status
 
 
+def test_two_live_armatures_reaching_for_each_others_bones_are_told_of_the_cycle() -> None:
+    """Each armature's hand follows the other's: every solve moves the other's target, so
+    live mode solved both at every update for ever, the hands creeping (10 cm in 40
+    updates) while the status said "reached" (QA helper). The cycle is named and the pose
+    holds; one armature following the other alone still follows it."""
+    first, second = rigs.chain(4, name="A"), rigs.chain(4, name="B")
+    second.location = (0.4, 0.3, 0.2)
+    for obj, other in ((first, second), (second, first)):
+        effector = obj.tendon.effectors.add()
+        effector.bone, effector.target, effector.subtarget = "b3", other, "b3"
+    first.tendon.live = second.tendon.live = True
+    for _ in range(4):
+        rigs.update()
+    poses = [rigs.world_matrices(obj) for obj in (first, second)]
+    for _ in range(4):
+        rigs.update()
+    for obj, before in zip((first, second), poses, strict=True):
+        assert "a cycle live mode cannot settle" in obj.tendon.status, obj.tendon.status
+        assert np.abs(rigs.world_matrices(obj) - before).max() < 1e-6, obj.name
+    # One way only: A follows B's hand.
+    rigs.activate(second)
+    assert bpy.ops.tendon.remove_effector() == {"FINISHED"}
+    for _ in range(3):
+        rigs.update()
+    assert "cycle" not in first.tendon.status, first.tendon.status
+    assert (rigs.tail_world(first, "b3") - rigs.head_world(second, "b3")).length < 1e-4
+
+
 def test_live_mode_measures_its_solve_even_with_a_nan_in_a_setting() -> None:
     """Live mode solves when something it follows moved, and measures the solve in Blender's
     pose at the next update that moves nothing it follows (Blender evaluates a pose written
