@@ -369,3 +369,83 @@ fn magnitudes_that_overflow_are_refused_and_far_targets_measured() {
         );
     }
 }
+
+#[test]
+fn reports_describe_the_pose_returned() {
+    // A head goal met at rest on a bone whose parent a rotation target turns: the two
+    // cannot both be met (FABRIK, CCD and two-bone said reached, residual 0, with the head
+    // 1.41 off; QA helper).
+    let rig = straight_chain(2);
+    let turned = [
+        Goal::new(1, Vec3::new(0.0, 1.0, 0.0))
+            .at_head()
+            .with_chain_length(1),
+        Goal::new(0, Vec3::new(0.0, 0.0, 1.0))
+            .with_rotation(Quat::from_rotation_x(std::f32::consts::FRAC_PI_2), 1.0),
+    ];
+    // Two legs pulled apart beyond reach, the root moving, chains exclusive (the residual
+    // was measured before the root moved: 5.11 reported, 6.01 in the pose; QA helper).
+    let z = Quat::from_rotation_z;
+    let leg = |name: &str, parent: &str, turn: Quat, y: f32| {
+        let rest = Transform {
+            translation: Vec3::new(0.0, y, 0.0),
+            rotation: turn * Quat::from_rotation_x(0.2),
+            ..Transform::IDENTITY
+        };
+        BoneDesc::new(name, Some(parent), rest, 1.0)
+    };
+    let hips = RigDesc {
+        bones: vec![
+            BoneDesc::new("hip", None, Transform::IDENTITY, 0.5),
+            leg("l1", "hip", z(0.8), 0.5),
+            leg("l2", "l1", Quat::IDENTITY, 1.0),
+            leg("r1", "hip", z(-0.8), 0.5),
+            leg("r2", "r1", Quat::IDENTITY, 1.0),
+        ],
+    }
+    .build()
+    .unwrap();
+    let apart = [
+        vec![
+            Goal::new(2, Vec3::new(-5.0, 1.0, 0.0)),
+            Goal::new(4, Vec3::new(5.0, 1.0, 0.0)),
+        ],
+        vec![
+            Goal::new(2, Vec3::new(-3.0, 1.0, 1.0)).with_chain_length(2),
+            Goal::new(4, Vec3::new(3.0, 1.0, 0.0)),
+            Goal::new(0, Vec3::new(0.0, 2.0, 0.0)),
+        ],
+        vec![
+            Goal::new(0, Vec3::new(3.0, 2.0, 0.0)),
+            Goal::new(4, Vec3::new(-3.0, -1.0, 0.0)),
+        ],
+    ];
+    let mut cases: Vec<(&Rig, Vec<Goal>, bool)> = vec![(&rig, turned.to_vec(), false)];
+    for goals in apart {
+        for move_root in [false, true] {
+            cases.push((&hips, goals.clone(), move_root));
+        }
+    }
+    for (k, (rig, goals, move_root)) in cases.iter().enumerate() {
+        for exclusive in [false, true] {
+            for mut config in SolverConfig::all() {
+                config.iteration_mut().move_root = *move_root;
+                config.iteration_mut().exclusive_chains = exclusive;
+                let name = config.name();
+                let (pose, report) = config
+                    .build()
+                    .solve(rig, &Pose::rest(rig.len()), goals)
+                    .unwrap();
+                let measured = measured_residual(rig, &pose, goals);
+                assert!(
+                    (measured - report.residual).abs() <= 1e-4 * measured.max(1.0),
+                    "case {k} {name} move_root {move_root} exclusive {exclusive}: reported {} measured {measured}",
+                    report.residual
+                );
+                if report.reached {
+                    assert!(measured < 1e-3, "case {k} {name}: reached, {measured} off");
+                }
+            }
+        }
+    }
+}

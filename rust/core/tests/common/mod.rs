@@ -5,7 +5,7 @@ use glam::Vec3;
 // Not every test file uses every helper.
 #[allow(unused_imports)]
 pub use tendon_core::fixtures::{bent_chain, random_pose, SplitMix64};
-use tendon_core::{AnySolver, Pose, Rig, SolverConfig};
+use tendon_core::{AnySolver, EffectorPoint, Goal, Pose, Rig, SolverConfig};
 
 /// Every solver with its defaults, by name.
 pub fn all_solvers() -> Vec<(&'static str, AnySolver)> {
@@ -39,4 +39,21 @@ pub fn chain_length(rig: &Rig, bone: usize) -> f32 {
 /// Angle between two directions, accurate near zero (unlike an `acos`).
 pub fn angle(a: Vec3, b: Vec3) -> f32 {
     a.cross(b).length().atan2(a.dot(b))
+}
+
+/// The largest distance from an effector to its target in `pose`, as the caller measures
+/// it (head or tail as each goal says).
+pub fn measured_residual(rig: &Rig, pose: &Pose, goals: &[Goal]) -> f32 {
+    let world = rig.world_matrices(pose);
+    goals
+        .iter()
+        .map(|goal| {
+            let (head, tail) = rig.head_tail(&world[goal.bone], goal.bone);
+            let point = match goal.point {
+                EffectorPoint::Head => head,
+                EffectorPoint::Tail => tail,
+            };
+            point.distance(goal.target)
+        })
+        .fold(0.0, f32::max)
 }

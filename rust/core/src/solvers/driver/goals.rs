@@ -58,10 +58,7 @@ impl Workspace {
         // Only the goals' paths are ever posed (forward kinematics, chains, handles): on a
         // large rig the other bones' fixed parts were most of a small solve's set-up.
         self.fixed_local.resize(n, Affine3A::IDENTITY);
-        for &i in &self.goal_paths {
-            self.fixed_local[i] =
-                *rig.rest_matrix(i) * Affine3A::from_translation(self.pose.translations[i]);
-        }
+        self.refresh_fixed_local(rig);
         self.first_active = 0;
         self.root_needed = false;
         self.forward_kinematics(rig);
@@ -80,11 +77,20 @@ impl Workspace {
         if params.exclusive_chains {
             self.make_chains_exclusive(rig);
         }
+        // The top joints, and the effector bones a rotation target turns in positional mode
+        // (a goal on the head of a bone below such a bone, with no joint of its own, was
+        // measured before the turn: reached, 1.4 off; QA helper).
         self.first_active = self
             .goals
             .iter()
             .filter(|g| g.joints.0 < g.joints.1)
             .map(|g| self.goal_joints[g.joints.1 - 1])
+            .chain(
+                self.goals
+                    .iter()
+                    .filter(|g| g.orientation.is_some())
+                    .map(|g| g.goal.bone),
+            )
             .min()
             .unwrap_or(n);
         if params.move_root {
@@ -98,6 +104,18 @@ impl Workspace {
             self.aim_blender_poles(rig);
         }
         Ok(())
+    }
+
+    /// The fixed part of each goal-path bone's local frame (rest, then pose translation),
+    /// from the working pose's translations: after they change other than through
+    /// `shift_root` (a pose put back), or forward kinematics measures another pose than
+    /// the one handed back (with `move_root` and exclusive chains the residual was taken
+    /// with the root where the second phase left it, 0.9 from the pose returned; QA helper).
+    pub(crate) fn refresh_fixed_local(&mut self, rig: &Rig) {
+        for &i in &self.goal_paths {
+            self.fixed_local[i] =
+                *rig.rest_matrix(i) * Affine3A::from_translation(self.pose.translations[i]);
+        }
     }
 
     /// Marks the knuckles (by bone): joints that the position-placing solvers (FABRIK, CCD,

@@ -622,6 +622,7 @@ impl Workspace {
             .any(|g| self.exclusive_reached[self.goals[g].index] && !self.goal_reached(g, params));
         if lost || self.evaluate(params).score >= self.exclusive_score {
             self.pose.copy_from(&self.exclusive_pose);
+            self.refresh_fixed_local(rig);
             self.forward_kinematics(rig);
         }
     }
@@ -769,6 +770,7 @@ impl Workspace {
                 self.pose.translations[i] = self.start_translations[i];
             }
         }
+        self.refresh_fixed_local(rig);
         self.forward_kinematics(rig);
         out.copy_from(&self.pose);
         self.report_now(params, iterations)
