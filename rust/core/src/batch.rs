@@ -61,10 +61,13 @@
 //! ```
 
 use crate::error::Result;
-use crate::goal::Goal;
+use crate::goal::{EffectorPoint, Goal};
 use crate::math::angle_between;
 use crate::rig::{Pose, Rig};
-use crate::solvers::{chain_root, Apart, JacobianDls, SolveReport, Solver};
+use crate::solvers::{
+    chain_root, Apart, IterationParams, JacobianDls, JacobianDlsParams, SolveReport, Solver,
+    MIN_LENGTH_SCALE,
+};
 use glam::{Quat, Vec3};
 use std::cell::RefCell;
 
@@ -166,6 +169,9 @@ const JUMP_FACTOR: f32 = 4.0;
 /// on threads, group by group, gives the same answer.
 struct Coherence {
     groups: Vec<CoherentGroup>,
+    /// The solver's cap, tolerances and step clamp: the fallback keeps to them, and a
+    /// frame it changed is measured with them.
+    params: IterationParams,
     fallback: Option<JacobianDls>,
     subset: Vec<Goal>,
     answer: Pose,
@@ -192,7 +198,7 @@ struct CoherentGroup {
 }
 
 impl Coherence {
-    fn new(rig: &Rig, goals: &[Goal], apart: bool) -> Self {
+    fn new(rig: &Rig, goals: &[Goal], apart: bool, params: IterationParams) -> Self {
         let groups = match apart {
             true => independent_groups(rig, goals),
             false => vec![(0..goals.len()).collect()],
@@ -225,6 +231,7 @@ impl Coherence {
         Coherence {
             met: vec![false; goals.len()],
             groups,
+            params,
             fallback: None,
             subset: Vec::new(),
             answer: Pose::rest(0),
@@ -331,6 +338,7 @@ impl Coherence {
         out: &mut Pose,
         report: &mut SolveReport,
     ) -> Result<()> {
+        let mut swapped = false;
         for g in 0..self.groups.len() {
             let group = &mut self.groups[g];
             let moved = group
@@ -349,19 +357,102 @@ impl Coherence {
             }
             self.subset.clear();
             self.subset.extend(group.goals.iter().map(|&k| goals[k]));
-            let fallback = self.fallback.get_or_insert_with(JacobianDls::default);
+            let params = self.params;
+            let fallback = self.fallback.get_or_insert_with(|| {
+                // The caller's tolerances and settings, with damped least squares' own
+                // step and cap or the caller's if smaller (a cap of 2 ran 100 iterations;
+                // QA helper).
+                let own = JacobianDlsParams::default();
+                JacobianDls::new(JacobianDlsParams {
+                    iteration: IterationParams {
+                        max_iterations: own.iteration.max_iterations.min(params.max_iterations),
+                        max_step_angle: own.iteration.max_step_angle.min(params.max_step_angle),
+                        ..params
+                    },
+                    ..own
+                })
+            });
             let other = fallback.solve_into(rig, start, &self.subset, &mut self.answer)?;
             if other.reached && largest_turn(&group.bones, from, &self.answer) < turn {
                 for &bone in &group.bones {
                     out.rotations[bone] = self.answer.rotations[bone];
                 }
+                swapped = true;
                 report.iterations = report.iterations.max(other.iterations);
-                report.residual = report.residual.max(other.residual);
-                report.rotation_residual = report.rotation_residual.max(other.rotation_residual);
             }
+        }
+        if swapped {
+            // The frame's pose is another now: its report too (it kept the jumping
+            // answer's miss where the pose reached, 0.25 off; QA helper).
+            let measured = pose_report(rig, out, goals, &self.params);
+            *report = SolveReport {
+                iterations: report.iterations,
+                ..measured
+            };
         }
         Ok(())
     }
+}
+
+/// `pose`'s report against `goals` as the solvers measure it: each effector's distance to
+/// its target, reached within `params.tolerance` times its chain's length in the pose (its
+/// bone's own length for a chain of none), each full-weight rotation target within
+/// `params.rotation_tolerance`; no iterations.
+fn pose_report(rig: &Rig, pose: &Pose, goals: &[Goal], params: &IterationParams) -> SolveReport {
+    let world = rig.world_matrices(pose);
+    let mut report = SolveReport {
+        iterations: 0,
+        residual: 0.0,
+        rotation_residual: 0.0,
+        reached: true,
+    };
+    for goal in goals
+        .iter()
+        .filter(|goal| goal.weight > 0.0 && goal.bone < rig.len())
+    {
+        let (head, tail) = rig.head_tail(&world[goal.bone], goal.bone);
+        let point = match goal.point {
+            EffectorPoint::Head => head,
+            EffectorPoint::Tail => tail,
+        };
+        let error = point.distance(goal.target);
+        let top = chain_root(rig, goal.bone, goal.chain_length);
+        // From the point through each head up to the chain's top (a head goal's own bone
+        // does not move it).
+        let (mut reach, mut from, mut bone) = (0.0, point, goal.bone);
+        if goal.point == EffectorPoint::Head {
+            if bone == top {
+                reach = 0.0;
+            } else {
+                bone = rig.parent(bone).unwrap_or(bone);
+            }
+        }
+        loop {
+            let head = Vec3::from(world[bone].translation);
+            reach += from.distance(head);
+            from = head;
+            match rig.parent(bone) {
+                Some(parent) if bone != top => bone = parent,
+                _ => break,
+            }
+        }
+        let scale = if reach > MIN_LENGTH_SCALE {
+            reach
+        } else {
+            rig.length(goal.bone).max(MIN_LENGTH_SCALE)
+        };
+        report.residual = report.residual.max(error);
+        report.reached &= error <= params.tolerance * scale;
+        if let Some(rotation) = goal.rotation.filter(|_| goal.rotation_weight > 0.0) {
+            let (_, turned, _) = world[goal.bone].to_scale_rotation_translation();
+            let angle = angle_between(turned, rotation);
+            report.rotation_residual = report.rotation_residual.max(angle);
+            if goal.rotation_weight >= 1.0 {
+                report.reached &= angle <= params.rotation_tolerance;
+            }
+        }
+    }
+    report
 }
 
 /// The largest turn of one of `bones` from `from` to `to`.
@@ -443,8 +534,14 @@ pub fn solve_frames<S: Solver + ?Sized>(
     // rotations (see the warm start below).
     let mut carried = vec![false; if per_frame && warm { n } else { 0 }];
     let mut animated_before = vec![Quat::IDENTITY; carried.len()];
-    let mut coherence = (warm && solver.guards_warm_frames())
-        .then(|| Coherence::new(rig, goals, solver.solves_groups_apart()));
+    let mut coherence = (warm && solver.guards_warm_frames()).then(|| {
+        Coherence::new(
+            rig,
+            goals,
+            solver.solves_groups_apart(),
+            solver.iteration_params(),
+        )
+    });
     // The bones of chains with a Blender pole (see `posed_by_pole`), found on the first
     // frame (whose goals have their poles).
     let mut by_pole: Vec<bool> = Vec::new();

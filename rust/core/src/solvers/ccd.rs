@@ -209,6 +209,10 @@ fn carry(points: &mut [Vec3], ws: &Workspace, rig: &Rig, joint: usize, turn: Qua
 }
 
 impl Solver for Ccd {
+    fn iteration_params(&self) -> IterationParams {
+        self.params.iteration
+    }
+
     /// Groups are solved apart unless the root moves (it carries every goal).
     fn solves_groups_apart(&self) -> bool {
         !self.params.iteration.move_root

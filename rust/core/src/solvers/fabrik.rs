@@ -473,6 +473,10 @@ fn fabrik_points(
 }
 
 impl Solver for Fabrik {
+    fn iteration_params(&self) -> IterationParams {
+        self.params.iteration
+    }
+
     /// Groups are solved apart unless the root moves (it carries every goal).
     fn solves_groups_apart(&self) -> bool {
         !self.params.iteration.move_root
@@ -517,7 +521,11 @@ impl Fabrik {
         self.scratch.build_handles(&self.ws, rig);
         let scratch = &mut self.scratch;
         let mut used = 0;
-        if scratch.point_chains_apply(&self.ws, rig) {
+        // The point pass moves points, not joints: it cannot keep a turn per iteration
+        // below a clamp (set one, and a joint turned 1.38 rad in one iteration; QA
+        // helper); bone-turning FABRIK can.
+        let unclamped = params.max_step_angle >= std::f32::consts::PI;
+        if unclamped && scratch.point_chains_apply(&self.ws, rig) {
             used = scratch.solve_point_chains(&mut self.ws, rig, &params);
             self.ws.after_step(rig);
             let report = self.ws.report_now(&params, used);

@@ -1284,6 +1284,10 @@ impl JacobianDls {
 }
 
 impl Solver for JacobianDls {
+    fn iteration_params(&self) -> IterationParams {
+        self.params.iteration
+    }
+
     /// Groups are solved apart unless the root moves (it carries every goal) or the
     /// world-turn weighting is on: it is chosen for the whole solve (only when every moving
     /// joint is free), so a group alone could be weighted where together it is not.
@@ -1451,6 +1455,10 @@ impl JacobianTranspose {
 }
 
 impl Solver for JacobianTranspose {
+    fn iteration_params(&self) -> IterationParams {
+        self.params.iteration
+    }
+
     /// Solves from `start`, retrying from the stalled pose with joints moved off their
     /// bounds when that stops short on limits (see `solve_unpinning` in this module); a
     /// target within reach still missed is finished by damped least squares, as CCD's and

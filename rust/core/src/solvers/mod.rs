@@ -10,7 +10,7 @@
 
 mod ccd;
 mod driver;
-pub(crate) use driver::{chain_root, validate_goal};
+pub(crate) use driver::{chain_root, validate_goal, MIN_LENGTH_SCALE};
 mod apart;
 pub(crate) use apart::Apart;
 mod fabrik;
@@ -49,7 +49,9 @@ pub struct IterationParams {
     pub tolerance: f32,
     /// A full-weight rotation target is reached within this angle (radians).
     pub rotation_tolerance: f32,
-    /// Largest turn of one joint in one iteration (radians); keeps steps stable.
+    /// Largest turn of one joint in one iteration (radians); keeps steps stable. Two-bone's
+    /// closed form, exact in one step, has none; FABRIK keeps to one below pi by turning
+    /// bones rather than moving points.
     pub max_step_angle: f32,
     /// Full-body solving: goals take their chains in depth-first order of the chains'
     /// top bones, and a goal does not move bones an earlier goal's chain moves (so a head
@@ -209,6 +211,12 @@ pub trait Solver {
     /// squares follows: re-solved frames left the elbow 7 cm from Solve IK's; QA helper).
     fn guards_warm_frames(&self) -> bool {
         true
+    }
+
+    /// The iteration cap, tolerances and step clamp the solver works to (a custom solver
+    /// without them: the defaults). The frame driver's jump guard solves again with these.
+    fn iteration_params(&self) -> IterationParams {
+        IterationParams::default()
     }
 
     /// Solves `goals` from `start` and returns the new pose.
@@ -461,6 +469,17 @@ impl Solver for AnySolver {
 
     fn guards_warm_frames(&self) -> bool {
         !matches!(self, AnySolver::TwoBone(_))
+    }
+
+    fn iteration_params(&self) -> IterationParams {
+        match self {
+            AnySolver::Fabrik(s) => s.iteration_params(),
+            AnySolver::Ccd(s) => s.iteration_params(),
+            AnySolver::JacobianTranspose(s) => s.iteration_params(),
+            AnySolver::JacobianDls(s) => s.iteration_params(),
+            AnySolver::TwoBone(s) => s.iteration_params(),
+            AnySolver::Tension(s) => s.iteration_params(),
+        }
     }
 
     fn solve_near(

@@ -300,6 +300,10 @@ impl TensionMinimizer {
 }
 
 impl Solver for TensionMinimizer {
+    fn iteration_params(&self) -> IterationParams {
+        self.params.iteration
+    }
+
     fn solve_into(
         &mut self,
         rig: &Rig,

@@ -266,6 +266,10 @@ fn refresh_subtree(ws: &mut Workspace, rig: &Rig, bone: usize) {
 }
 
 impl Solver for TwoBone {
+    fn iteration_params(&self) -> IterationParams {
+        self.params.iteration
+    }
+
     /// A closed form: the start does not choose its answer.
     fn guards_warm_frames(&self) -> bool {
         false

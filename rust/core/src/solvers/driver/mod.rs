@@ -18,7 +18,7 @@ use crate::rig::{Pose, Rig};
 use glam::{Affine3A, Mat3A, Quat, Vec3};
 
 /// Smallest length errors are measured against (a chain of zero-length bones).
-const MIN_LENGTH_SCALE: f32 = 1e-12;
+pub(crate) const MIN_LENGTH_SCALE: f32 = 1e-12;
 
 /// A joint whose lever is under this share of its parent's is a knuckle
 /// (`Workspace::find_knuckles`).
