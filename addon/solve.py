@@ -202,6 +202,32 @@ class GoalPlan:
         return not all(name in pose_bones for name in self.present) or any(name in pose_bones for name in self.missing)
 
 
+def unevaluated_and_moving(target: bpy.types.Object) -> bool:
+    """Whether `target` is left out of Blender's evaluation (hidden in the viewport, or in
+    an excluded collection, with nothing depending on it) while a parent, constraint or
+    animation could move it: its world matrix is then where it last was (a bake read a
+    parented target frozen at one frame and said every frame reached, 0.6 off in
+    playback; QA helper). A target nothing moves stays where it was set."""
+    # Shown, or hidden with H (still evaluated): evaluated. Else evaluated only if shown
+    # somewhere, as a collection hidden with its eye (an evaluated copy of a target left
+    # out stays behind, where it last was, so `is_evaluated` does not tell).
+    if target.visible_get() or target.hide_get():
+        return False
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    if any(instance.object.original == target for instance in depsgraph.object_instances):
+        return False
+    above: bpy.types.Object | None = target
+    while above is not None:
+        anim = above.animation_data
+        animated = anim is not None and (anim.action is not None or len(anim.drivers) or len(anim.nla_tracks))
+        if animated or len(above.constraints) or (above is not target and above.type == "ARMATURE"):
+            return True
+        if above.parent is None:
+            return False
+        above = above.parent
+    return False
+
+
 def sight_effector(
     obj: bpy.types.Object, entry: RigEntry, position: int, effector: Effector, warnings: list[str]
 ) -> Sighted:
@@ -224,6 +250,12 @@ def sight_effector(
         # at it, in no scene, where it is never evaluated again.
         if not target.users_scene:
             raise TendonUserError(f"{label}: {role} '{target.name}' is in no scene (deleted?)")
+        if unevaluated_and_moving(target):
+            raise TendonUserError(
+                f"{label}: {role} '{target.name}' is hidden in the viewport (its monitor icon) or in an excluded "
+                "collection, so Blender does not evaluate it, and where its parent, constraints or animation put it "
+                "cannot be read; show it (H hides it and keeps it evaluated)"
+            )
         if target == obj and not subtarget:
             raise TendonUserError(
                 f"{label}: the {role} is armature '{obj.name}' itself, whose origin moves with it: "

@@ -1368,3 +1368,44 @@ def test_bones_all_keys_each_bone_outside_the_chains_with_its_own_channels() -> 
     bpy.context.scene.frame_set(2)
     assert (rigs.head_world(obj, "b2") - b1_before).length < 1e-5
     assert (rigs.tail_world(obj, "b3") - target.location).length < 1e-4
+
+
+@pytest.mark.parametrize("hidden", ["monitor icon", "excluded collection", "H"])
+def test_a_target_blender_does_not_evaluate_is_named_not_baked_where_it_last_was(hidden: str) -> None:
+    """A target hidden with the monitor icon (or in an excluded collection) and moved by an
+    animated parent is not evaluated by Blender: its world matrix stays where it last
+    was, and the bake said every frame reached, 0.6 off in playback (QA helper). Hidden
+    with H it is evaluated, and baked."""
+    obj = rigs.chain(3)
+    parent = rigs.empty("parent", (0.3, 1.8, 1.0))
+    for frame, x in ((1, 0.3), (20, -0.3)):
+        parent.location.x = x
+        parent.keyframe_insert("location", frame=frame)
+    target = rigs.empty("target", (0.0, 0.0, 0.0))
+    target.parent = parent
+    rigs.add_effector(obj, "b2", target, chain_length=3)
+    if hidden == "H":
+        target.hide_set(True)
+        rigs.activate(obj)
+        assert bpy.ops.tendon.bake(frame_start=1, frame_end=20) == {"FINISHED"}
+        for frame in (1, 10, 20):
+            bpy.context.scene.frame_set(frame)
+            assert (rigs.tail_world(obj, "b2") - target.matrix_world.translation).length < 1e-4, frame
+        return
+    if hidden == "monitor icon":
+        target.hide_viewport = True
+    else:
+        scene = bpy.context.scene
+        collection = bpy.data.collections.new("Controls")
+        scene.collection.children.link(collection)
+        scene.collection.objects.unlink(target)
+        collection.objects.link(target)
+        bpy.context.view_layer.layer_collection.children["Controls"].exclude = True
+    rigs.activate(obj)
+    bpy.context.scene.frame_set(1)
+    with pytest.raises(RuntimeError, match="'target' is hidden in the viewport"):
+        bpy.ops.tendon.bake(frame_start=1, frame_end=20)
+    assert obj.animation_data is None or obj.animation_data.action is None
+    with pytest.raises(RuntimeError, match="'target' is hidden in the viewport"):
+        bpy.ops.tendon.solve()
+
