@@ -527,6 +527,8 @@ class Baker:
         muted = keys.muted_channel(obj, [(names[b], "location") for b in self.moved])
         if muted:
             raise TendonUserError(muted)
+        # A bake with no action assigned leaves the strips playing past its range.
+        over_strips = obj.animation_data is not None and obj.animation_data.action is not None
         action, slot, _old = keys.prepare_action(obj, self.settings.new_action)
         if self.spring_bones:
             # Before any key is written: the chains' animation as it is now.
@@ -556,7 +558,16 @@ class Baker:
             channels += [(names[bone], "location", locations[:, bone]) for bone in self.moved]
         scales = self.pose[2]
         channels += [(names[bone], "scale", scales[:, bone]) for bone in self.scaled]
+        held = keys.held_over_strips(obj, [(bone, prop) for bone, prop, _ in channels]) if over_strips else []
         written = keys.write_channels(action, slot, channels, frames, interpolation, span)
+        if held:
+            listed = ", ".join(repr(bone) for bone in held[:3]) + (", ..." if len(held) > 3 else "")
+            self.found.warnings.append(
+                f"{listed} had no keys in action '{action.name}' and NLA strips animate them: Blender plays "
+                f"the action over every frame, so their new keys hold frames {span[0]:g} and {span[1]:g} over "
+                "the strips outside the range (bake the strips' whole range, or bake with no action assigned "
+                "to keep the strips playing there)"
+            )
         shared = keys.other_users(obj, action, slot)
         if shared:
             self.found.warnings.append(

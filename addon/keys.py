@@ -201,6 +201,31 @@ def action_fcurves(action: bpy.types.Action, id_data: bpy.types.ID) -> Any:
     return bag.fcurves if bag else []
 
 
+def held_over_strips(obj: bpy.types.Object, channels: list[tuple[str, str]]) -> list[str]:
+    """The bones of `channels` (bone, property) that the assigned action does not key yet
+    while an unmuted NLA strip animates that property: the curves a bake adds hold their
+    first and last keys over the strips on every frame outside the range (Blender plays the
+    assigned action over the whole timeline; the arm's clip stopped playing on frames
+    1-39 and 61-277 of a bake of 40-60; QA helper)."""
+    anim = obj.animation_data
+    if anim is None or anim.action is None or not any(not track.mute for track in anim.nla_tracks):
+        return []
+    own = {fc.data_path for fc in (fcurves_of(obj) or ())}
+    stripped: set[str] = set()
+    for track in anim.nla_tracks:
+        if track.mute:
+            continue
+        for strip in track.strips:
+            if strip.action is not None and not strip.mute:
+                stripped |= {fc.data_path for fc in action_fcurves(strip.action, obj)}
+    held = []
+    for bone, prop in channels:
+        path = f'pose.bones["{bpy.utils.escape_identifier(bone)}"].{prop}'
+        if path in stripped and path not in own and bone not in held:
+            held.append(bone)
+    return held
+
+
 def muted_channel(obj: bpy.types.Object, channels: list[tuple[str, str]]) -> str | None:
     """Why a bake cannot key one of `channels` ((bone name, pose-bone property) pairs):
     its F-curve, or (in 4.2) the channel group holding it, is muted in the armature's action, so

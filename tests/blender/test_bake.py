@@ -140,6 +140,30 @@ def test_a_bake_over_nla_strips_leaves_them_playing_outside_the_range(destinatio
         assert (rigs.tail_world(obj, "b3") - target.matrix_world.translation).length < 1e-4, frame
 
 
+@pytest.mark.parametrize("destination", ["REPLACE", "NEW_ACTION"])
+def test_a_bake_over_nla_strips_under_an_action_says_which_bones_its_keys_hold(destination: str) -> None:
+    """The chain animated by an NLA strip under an action that keys something else: the
+    new curves hold their ends over the strip outside the range (Blender plays the action
+    on every frame), which the status now says, naming the bones (it said nothing while
+    a clip's arm stopped playing outside the range; QA helper)."""
+    obj, _target = animated_chain()
+    for frame in (1, 40):
+        for i, pose_bone in enumerate(obj.pose.bones):
+            pose_bone.rotation_quaternion = (1.0, 0.1 * math.sin(frame + i), 0.0, 0.0)
+            pose_bone.keyframe_insert("rotation_quaternion", frame=frame)
+    obj.animation_data.nla_tracks.new().strips.new("walk", 1, obj.animation_data.action)
+    obj.animation_data.action = None
+    obj.keyframe_insert("location", frame=1)
+    assert bpy.ops.tendon.bake(frame_start=5, frame_end=35, destination=destination) == {"FINISHED"}
+    status = obj.tendon.status
+    assert "'b0', 'b1', 'b2', ... had no keys in action" in status, status
+    assert "hold frames 5 and 35 over the strips" in status, status
+    # Without an action over them the strips play on: nothing to say.
+    obj.animation_data.action = None
+    assert bpy.ops.tendon.bake(frame_start=5, frame_end=35, destination=destination) == {"FINISHED"}
+    assert "had no keys" not in obj.tendon.status, obj.tendon.status
+
+
 @pytest.mark.parametrize("solver", ["JACOBIAN_DLS", "FABRIK", "CCD"])
 def test_a_chain_whose_target_stands_still_keeps_still_in_the_keys(solver: str) -> None:
     """An armature with an action (its chain keyed at rest), baked from the previous frame:
