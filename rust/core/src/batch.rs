@@ -552,6 +552,9 @@ pub fn solve_frames<S: Solver + ?Sized>(
         }
         if per_frame {
             input.frame_pose(rig, frame, &mut next);
+            // A frame pose of another size (a panic on a copy, warm; QA helper).
+            next.check_size(rig.len())
+                .map_err(|e| e.at(&format!("in the frame pose at frame index {frame}")))?;
             if warm && frame > 0 {
                 // Bones a solve has turned start, from then on, from the last answer turned
                 // on by the animation's own turn since the last frame; the rest are
@@ -612,6 +615,10 @@ pub fn solve_frames<S: Solver + ?Sized>(
         }
         let solved = if animated_beside {
             input.frame_pose(rig, frame, &mut animated);
+            // A frame pose of another size (a panic on a copy, warm; QA helper).
+            animated
+                .check_size(rig.len())
+                .map_err(|e| e.at(&format!("in the frame pose at frame index {frame}")))?;
             solver.solve_near(rig, &from, &animated, goals, &mut out)
         } else {
             solver.solve_into(rig, &from, goals, &mut out)
@@ -742,6 +749,9 @@ pub fn solve_frames_threaded<S: Solver + Clone + Send>(
     for frame in 0..frames {
         if per_frame {
             input.frame_pose(rig, frame, &mut pose);
+            // A frame pose of another size (a panic on a copy, warm; QA helper).
+            pose.check_size(rig.len())
+                .map_err(|e| e.at(&format!("in the frame pose at frame index {frame}")))?;
         }
         let mut report = SolveReport {
             iterations: 0,

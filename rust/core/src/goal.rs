@@ -138,13 +138,13 @@ impl Goal {
         }
         if let Some(rotation) = goal.rotation {
             ensure_finite(&rotation.to_array(), || what("rotation"))?;
-            if rotation.length_squared() < 1e-12 {
+            let Some(unit) = crate::math::unit_quaternion(rotation) else {
                 return Err(TendonError::InvalidValue {
                     what: what("rotation"),
                     reason: "a zero quaternion is not a rotation".into(),
                 });
-            }
-            goal.rotation = Some(rotation.normalize());
+            };
+            goal.rotation = Some(unit);
         }
         Ok(goal)
     }

@@ -118,7 +118,7 @@ fn solve(rig: &Rig, config: &SolverConfig, goals: &[ParityGoal]) -> Expected {
         .build()
         .solve(rig, &Pose::rest(rig.len()), &core)
         .unwrap();
-    let caller = pose.to_caller_order(rig);
+    let caller = pose.to_caller_order(rig).unwrap();
     Expected {
         rotations: caller
             .rotations

@@ -170,7 +170,7 @@ fn pose_order_conversion_and_validation() {
     let rig = humanoid_desc().build().unwrap();
     let mut r = rng(3);
     let pose = random_pose(&rig, &mut r, 1.0);
-    let caller = pose.to_caller_order(&rig);
+    let caller = pose.to_caller_order(&rig).unwrap();
     assert_eq!(Pose::from_caller_order(&rig, &caller).unwrap(), pose);
     let head = rig.index_of("head").unwrap();
     assert_eq!(caller.rotations[rig.to_caller(head)], pose.rotations[head]);

@@ -449,3 +449,84 @@ fn reports_describe_the_pose_returned() {
         }
     }
 }
+
+#[test]
+fn mismatched_sizes_are_errors_not_panics() {
+    // Each of these panicked on an index or a copy (QA helper).
+    let rig = straight_chain(3);
+    let small = straight_chain(1);
+    let chain = SpringChain::new(&rig, 2, 2).unwrap();
+    let mut simulation =
+        SpringSimulation::new(&rig, vec![chain], vec![], SpringParams::default()).unwrap();
+    let mut out = Pose::rest(1);
+    let error = simulation
+        .advance(&small, &Pose::rest(1), 1.0 / 24.0, &mut out)
+        .unwrap_err();
+    assert!(error.to_string().contains("another rig"), "{error}");
+    assert!(simulation.reset(&small, &Pose::rest(1)).is_err());
+
+    let mut ragged = Pose::rest(3);
+    ragged.translations.pop();
+    let error = Pose::from_caller_order(&rig, &ragged).unwrap_err();
+    assert!(error.to_string().contains("pose translations"), "{error}");
+    assert!(Pose::rest(2).to_caller_order(&rig).is_err());
+
+    struct WrongSize;
+    impl tendon_core::batch::FrameInput for WrongSize {
+        fn frame_count(&self) -> usize {
+            3
+        }
+        fn set_goals(&self, _frame: usize, goals: &mut [Goal]) {
+            goals[0].target = Vec3::new(0.5, 1.5, 0.5);
+        }
+        fn has_frame_poses(&self) -> bool {
+            true
+        }
+        fn frame_pose(&self, _rig: &Rig, _frame: usize, pose: &mut Pose) {
+            *pose = Pose::rest(1);
+        }
+    }
+    for warm in [false, true] {
+        for (name, mut solver) in all_solvers() {
+            let mut goals = [Goal::new(2, Vec3::ZERO)];
+            let error = tendon_core::batch::solve_frames(
+                &mut solver,
+                &rig,
+                &Pose::rest(3),
+                &mut goals,
+                &WrongSize,
+                warm,
+                |_, _, _| {},
+            )
+            .unwrap_err();
+            assert!(
+                error.to_string().contains("frame pose at frame index 0"),
+                "{name} warm {warm}: {error}"
+            );
+        }
+    }
+}
+
+#[test]
+fn huge_quaternions_are_normalised_not_zeroed() {
+    // Normalised directly, components of 1e20 overflowed to the zero quaternion: a start
+    // pose came back with one, a goal's rotation was "met" 2.9 rad off (QA helper).
+    let rig = straight_chain(3);
+    let mut start = Pose::rest(3);
+    start.rotations[0] = Quat::from_xyzw(1e20, 0.0, 0.0, 1e20);
+    let turn = Quat::from_xyzw(1e20, 1e20, 0.0, 0.0);
+    for (name, mut solver) in all_solvers() {
+        let goals = [Goal::new(2, Vec3::new(0.5, 2.0, 0.5)).with_rotation(turn, 1.0)];
+        let (pose, report) = solver.solve(&rig, &start, &goals).unwrap();
+        assert_sane(name, &rig, &pose, &report);
+        let world = rig.world_matrices(&pose);
+        let (_, turned, _) = world[2].to_scale_rotation_translation();
+        let wanted = Quat::from_xyzw(1.0, 1.0, 0.0, 0.0).normalize();
+        let angle = turned.angle_between(wanted);
+        assert!(
+            (angle - report.rotation_residual).abs() < 1e-3,
+            "{name}: {angle} off, reported {}",
+            report.rotation_residual
+        );
+    }
+}

@@ -14,6 +14,22 @@ pub use rotation::{
     angle_between, best_fit_rotation, clamp_angle, from_to, rotation_angle, turn_about, wrap_angle,
 };
 
+/// `q` as a unit quaternion, robust to huge or tiny components (a quaternion of 1e20s,
+/// normalised directly, overflowed to the zero quaternion); None for (near) zero.
+pub fn unit_quaternion(q: glam::Quat) -> Option<glam::Quat> {
+    let length_squared = q.length_squared();
+    if (1e-12..1e12).contains(&length_squared) {
+        // The usual case, as before (so rigs round-trip through JSON bit for bit).
+        return Some(q.normalize());
+    }
+    let largest = q.to_array().iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    if largest <= 1e-30 {
+        return None;
+    }
+    let scaled = q * (1.0 / largest);
+    (scaled.length_squared() >= 1e-12).then(|| scaled.normalize())
+}
+
 /// The distance between two points, finite for any finite points: the straight sum of
 /// squares overflows `f32` beyond about 1.8e19 (a target 1e20 away was reported at an
 /// infinite distance).

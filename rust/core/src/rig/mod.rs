@@ -250,7 +250,7 @@ impl Rig {
             .iter()
             .map(|&c| {
                 let mut t = desc.bones[c].rest;
-                t.rotation = normalized(t.rotation).expect("validated");
+                t.rotation = crate::math::unit_quaternion(t.rotation).expect("validated");
                 t
             })
             .collect();
@@ -489,7 +489,7 @@ fn validate_bone(bone: &BoneDesc) -> Result<()> {
         format!("rest scale of bone '{name}'")
     })?;
     ensure_sized(&[bone.length], || format!("length of bone '{name}'"))?;
-    if normalized(r.rotation).is_none() {
+    if crate::math::unit_quaternion(r.rotation).is_none() {
         return Err(TendonError::InvalidValue {
             what: format!("rest rotation of bone '{name}'"),
             reason: "a zero quaternion is not a rotation".into(),
@@ -502,21 +502,6 @@ fn validate_bone(bone: &BoneDesc) -> Result<()> {
         });
     }
     bone.limits.validate(name)
-}
-
-/// `q` as a unit quaternion, robust to huge or tiny components; None for (near) zero.
-fn normalized(q: Quat) -> Option<Quat> {
-    let length_squared = q.length_squared();
-    if (1e-12..1e12).contains(&length_squared) {
-        // The usual case, as before (so rigs round-trip through JSON bit for bit).
-        return Some(q.normalize());
-    }
-    let largest = q.to_array().iter().fold(0.0f32, |m, v| m.max(v.abs()));
-    if largest <= 1e-30 {
-        return None;
-    }
-    let scaled = q * (1.0 / largest);
-    (scaled.length_squared() >= 1e-12).then(|| scaled.normalize())
 }
 
 /// Depth-first order of a forest given by parent indices; among siblings the larger

@@ -60,6 +60,35 @@ impl Pose {
     /// naming the bone at fault; then normalises the rotations.
     pub fn validate(&mut self, rig: &Rig) -> Result<()> {
         let n = rig.len();
+        self.check_size(n)?;
+        for i in 0..n {
+            let name = rig.name(i);
+            ensure_finite(&self.rotations[i].to_array(), || {
+                format!("pose rotation of bone '{name}'")
+            })?;
+            ensure_sized(&self.translations[i].to_array(), || {
+                format!("pose translation of bone '{name}'")
+            })?;
+            ensure_sized(&self.scales[i].to_array(), || {
+                format!("pose scale of bone '{name}'")
+            })?;
+            let len_sq = self.rotations[i].length_squared();
+            if (len_sq - 1.0).abs() > 1e-6 {
+                // Huge components too (normalised directly, they overflowed to zero).
+                let Some(unit) = crate::math::unit_quaternion(self.rotations[i]) else {
+                    return Err(TendonError::InvalidValue {
+                        what: format!("pose rotation of bone '{name}'"),
+                        reason: "a zero quaternion is not a rotation".into(),
+                    });
+                };
+                self.rotations[i] = unit;
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks the pose has `n` rotations, translations and scales, naming what differs.
+    pub fn check_size(&self, n: usize) -> Result<()> {
         for (what, got) in [
             ("pose rotations", self.rotations.len()),
             ("pose translations", self.translations.len()),
@@ -73,45 +102,18 @@ impl Pose {
                 });
             }
         }
-        for i in 0..n {
-            let name = rig.name(i);
-            ensure_finite(&self.rotations[i].to_array(), || {
-                format!("pose rotation of bone '{name}'")
-            })?;
-            ensure_sized(&self.translations[i].to_array(), || {
-                format!("pose translation of bone '{name}'")
-            })?;
-            ensure_sized(&self.scales[i].to_array(), || {
-                format!("pose scale of bone '{name}'")
-            })?;
-            let len_sq = self.rotations[i].length_squared();
-            if len_sq < 1e-12 {
-                return Err(TendonError::InvalidValue {
-                    what: format!("pose rotation of bone '{name}'"),
-                    reason: "a zero quaternion is not a rotation".into(),
-                });
-            }
-            if (len_sq - 1.0).abs() > 1e-6 {
-                self.rotations[i] = self.rotations[i].normalize();
-            }
-        }
         Ok(())
     }
 
     /// The same pose with bones in the description's (caller's) order.
-    pub fn to_caller_order(&self, rig: &Rig) -> Pose {
-        self.reordered(rig.dfs_from_caller())
+    pub fn to_caller_order(&self, rig: &Rig) -> Result<Pose> {
+        self.check_size(rig.len())?;
+        Ok(self.reordered(rig.dfs_from_caller()))
     }
 
     /// Converts a pose given in the description's (caller's) order to depth-first order.
     pub fn from_caller_order(rig: &Rig, caller: &Pose) -> Result<Pose> {
-        if caller.len() != rig.len() {
-            return Err(TendonError::Size {
-                what: "pose rotations".into(),
-                expected: rig.len(),
-                got: caller.len(),
-            });
-        }
+        caller.check_size(rig.len())?;
         Ok(caller.reordered(rig.caller_from_dfs()))
     }
 

@@ -186,6 +186,8 @@ pub struct SpringSimulation {
     spheres_now: Vec<Vec3A>,
     accumulator: f32,
     started: bool,
+    /// The number of bones of the rig the simulation was made for.
+    rig_bones: usize,
     world: Vec<Affine3A>,
     world_rot: Vec<Quat>,
     rods: RodSolve,
@@ -291,6 +293,7 @@ impl SpringSimulation {
             spheres_now: vec![Vec3A::ZERO; spheres],
             accumulator: 0.0,
             started: false,
+            rig_bones: rig.len(),
             world: Vec::new(),
             world_rot: Vec::new(),
             rods: RodSolve::default(),
@@ -448,6 +451,15 @@ impl SpringSimulation {
     /// Validates the animated pose, runs its forward kinematics and reads the chains' and
     /// colliders' animated positions.
     fn read_animation(&mut self, rig: &Rig, pose: &mut Pose) -> Result<()> {
+        // Another rig than the simulation's: its chains' bones mean nothing there (a
+        // smaller one panicked on an index; QA helper).
+        if rig.len() != self.rig_bones {
+            return Err(TendonError::Size {
+                what: "rig bones (the spring simulation was made for another rig)".into(),
+                expected: self.rig_bones,
+                got: rig.len(),
+            });
+        }
         pose.validate(rig)?;
         rig.forward_kinematics(pose, &mut self.world);
         for (c, chain) in self.chains.iter().enumerate() {
