@@ -365,6 +365,25 @@ def test_recognises_each_naming_convention(convention: str) -> None:
     assert set(found.unrecognised) == {n for n in names if n.startswith(("twist_", "finger_"))}
 
 
+def test_names_on_the_other_side_of_the_body_take_their_sides_from_the_feet() -> None:
+    """A named rig mirrored with the mirror applied: the bones named left stand on the
+    character's right while the feet still point forward (-Y). Its sides come from the
+    geometry, and it says so (taken from the names, the limits were mirrored and knees
+    bent backwards; QA helper). Unmirrored, the names stand."""
+    names_by_role, spine, neck, extras = CONVENTIONS["Mixamo / HumanIK"]
+    rows = humanoid_rows(names_by_role, spine, neck, extras=extras)
+    names, parents, heads, tails = arrays(rows)
+    mirror = np.array([-1.0, 1.0, 1.0])
+    found = humanoid.recognize(names, parents, heads * mirror, tails * mirror)
+    for role in ("thigh", "shin", "upper_arm", "forearm", "hand", "foot"):
+        assert found.roles[f"{role}.L"] == names_by_role[f"{role}.R"], role
+        assert found.roles[f"{role}.R"] == names_by_role[f"{role}.L"], role
+    assert any("stand on its right" in note for note in found.notes), found.notes
+    found = humanoid.recognize(names, parents, heads, tails)
+    assert found.roles["thigh.L"] == names_by_role["thigh.L"]
+    assert not any("stand on its right" in note for note in found.notes)
+
+
 def test_mixamo_names_without_namespace_and_cgspeed_motionbuilder_names() -> None:
     """cgspeed's MotionBuilder-friendly CMU files use Mixamo's names, no namespace."""
     names_by_role, spine, neck, _ = CONVENTIONS["Mixamo / HumanIK"]

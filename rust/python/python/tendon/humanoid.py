@@ -612,10 +612,15 @@ def _assign_sides(tree: _Tree, limbs: dict[str, dict[str, int]], hips: int, ches
     the character faces where its feet point, else where its knees bend, else Blender's
     front (-Y) when the rest pose shows neither (a clear cue is a fifth of the feet's
     length, or two degrees of knee bend)."""
+    return _sides(tree, limbs, hips, chest)[0]
+
+
+def _sides(tree: _Tree, limbs: dict[str, dict[str, int]], hips: int, chest: int) -> tuple[dict[str, str], bool]:
+    """`_assign_sides`, and whether the rest pose showed a clear cue (feet or knees)."""
     up = _unit(tree.heads[chest] - tree.heads[hips])
     a, b = limbs["a"], limbs["b"]
     if "thigh" not in a or "thigh" not in b:
-        return {"a": "L", "b": "R"}
+        return {"a": "L", "b": "R"}, False
     forward_if_a_left = np.cross(_reject(tree.heads[a["thigh"]] - tree.heads[b["thigh"]], up), up)
     feet = np.zeros(3)
     length = 0.0
@@ -633,13 +638,31 @@ def _assign_sides(tree: _Tree, limbs: dict[str, dict[str, int]], hips: int, ches
             off = _reject(_reject(knee - hip, line), up)
             if np.linalg.norm(off) >= math.sin(math.radians(2.0)) * np.linalg.norm(knee - hip):
                 knees += off
+    clear = True
     if np.linalg.norm(feet) >= 0.2 * length > 0:
         cue = feet
     elif np.linalg.norm(knees) > 0:
         cue = knees
     else:
-        cue = np.array([0.0, -1.0, 0.0])
-    return {"a": "L", "b": "R"} if float(np.dot(cue, forward_if_a_left)) >= 0 else {"a": "R", "b": "L"}
+        cue, clear = np.array([0.0, -1.0, 0.0]), False
+    sides = {"a": "L", "b": "R"} if float(np.dot(cue, forward_if_a_left)) >= 0 else {"a": "R", "b": "L"}
+    return sides, clear
+
+
+def _named_sides_swapped(roles: dict[str, str], names: Sequence[str], tree: _Tree) -> bool:
+    """Whether bones named for the character's left stand on its right, as the feet or
+    knees tell (a mirror applied to a rig: named rigs' sides were never checked, and with
+    the limits mirrored the knees bent backwards, the status saying reached; QA helper)."""
+    index = {name: i for i, name in enumerate(names)}
+    if "hips" not in roles or not ({"chest", "head"} & roles.keys()):
+        return False
+    limbs = {
+        key: {part: index[roles[f"{part}.{side}"]] for part in ("thigh", "shin", "foot") if f"{part}.{side}" in roles}
+        for key, side in (("a", "L"), ("b", "R"))
+    }
+    top = index[roles.get("chest", roles.get("head", ""))]
+    sides, clear = _sides(tree, limbs, index[roles["hips"]], top)
+    return clear and sides["a"] == "R"
 
 
 # --- Recognition --------------------------------------------------------------------------
@@ -742,6 +765,16 @@ def recognize(
         by_tree = {role: "topology" for role in found}
         if all(role in found for role in ESSENTIAL) and not _misplaced_limbs(found, by_tree, names, parents):
             roles, how, convention = dict(found), by_tree, "topology"
+    notes = []
+    if all(role in roles for role in ESSENTIAL) and _named_sides_swapped(
+        roles, names, _Tree(parents, head_array, tail_array)
+    ):
+        roles = {_other_side(role): bone for role, bone in roles.items()}
+        how = {_other_side(role): found for role, found in how.items()}
+        notes.append(
+            "Bones named for the character's left stand on its right (a mirror applied?): their sides are "
+            "taken from where the feet and knees point"
+        )
     for role, bone in (overrides or {}).items():
         if not bone:
             roles.pop(role, None)
@@ -769,7 +802,6 @@ def recognize(
             f"No humanoid found: {misplaced}, so the names fit another creature (the Rigify "
             "metarigs of four-legged animals reuse the human names)"
         )
-    notes = []
     if convention.startswith("Rigify generated"):
         notes.append(
             "Generated Rigify rig: limits go on the FK controls (IK/FK switch at 1, FK), which the "
@@ -779,6 +811,12 @@ def recognize(
     taken = set(roles.values()) | set(between)
     unrecognised = [name for name in names if name not in taken]
     return Humanoid(roles, how, convention, between, unrecognised, notes, names, [int(p) for p in parents])
+
+
+def _other_side(role: str) -> str:
+    """``"thigh.L"`` -> ``"thigh.R"``; a role without a side as it is."""
+    base, dot, side = role.partition(".")
+    return f"{base}.{'R' if side == 'L' else 'L'}" if dot and side in SIDES else role
 
 
 def _misplaced_limbs(roles: dict[str, str], how: dict[str, str], names: Sequence[str], parents: Sequence[int]) -> str:
