@@ -1432,4 +1432,3 @@ def test_a_target_blender_does_not_evaluate_is_named_not_baked_where_it_last_was
     assert obj.animation_data is None or obj.animation_data.action is None
     with pytest.raises(RuntimeError, match="'target' is hidden in the viewport"):
         bpy.ops.tendon.solve()
-

@@ -443,6 +443,27 @@ def test_generated_rigify_rig_prefers_the_fk_controls() -> None:
     assert any("FK controls" in note for note in found.notes)
 
 
+def test_rigify_deforming_bones_exported_alone_keep_their_names() -> None:
+    """An FBX export of a generated rig's deforming bones: the DEF- bones hang from ORG-
+    ones (the thighs from ORG-spine, not DEF-spine). By name, with the trunk's ORG- twin
+    counting as the trunk (the tree was taken instead: a breast bone became the head and
+    the knees bent backwards; QA helper)."""
+    org = humanoid_rows(*CONVENTIONS["Rigify ORG bones"][:3])
+    deform = [
+        (name.replace("ORG-", "DEF-"), parent and parent.replace("ORG-", "DEF-"), h, t) for name, parent, h, t in org
+    ]
+    # The ORG- trunk, each DEF- limb under the ORG- twin of its trunk bone, as the export
+    # leaves them.
+    hang = {"DEF-thigh.L": "ORG-spine", "DEF-thigh.R": "ORG-spine"}
+    hang |= {f"DEF-shoulder.{side}": "ORG-spine.003" for side in "LR"}
+    trunk = [(n, p, h, t) for n, p, h, t in org if n.startswith("ORG-spine")]
+    rows = trunk + [(n, hang.get(n, p), h, t) for n, p, h, t in deform]
+    found = humanoid.recognize(*arrays(rows))
+    assert found.convention == "Rigify DEF bones", found.convention
+    assert found.roles["thigh.L"] == "DEF-thigh.L" and found.roles["hips"] == "DEF-spine"
+    assert found.roles["head"].startswith("DEF-spine"), found.roles["head"]
+
+
 def scrambled(rows: list, seed: int) -> tuple[list, dict[str, str]]:
     """The same skeleton with meaningless names, in a shuffled order."""
     rng = np.random.default_rng(seed)

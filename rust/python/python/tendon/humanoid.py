@@ -819,15 +819,27 @@ def _other_side(role: str) -> str:
     return f"{base}.{'R' if side == 'L' else 'L'}" if dot and side in SIDES else role
 
 
+def _rigify_base(name: str) -> str:
+    """A Rigify bone's name without its layer prefix (``DEF-``, ``ORG-``, ``MCH-``)."""
+    for prefix in ("DEF-", "ORG-", "MCH-"):
+        if name.startswith(prefix):
+            return name[len(prefix) :]
+    return name
+
+
 def _misplaced_limbs(roles: dict[str, str], how: dict[str, str], names: Sequence[str], parents: Sequence[int]) -> str:
     """The first limb, if any, that does not hang from its trunk bone (thighs from the hips,
     upper arms from the chest), said in words; roles given by hand are taken as they are."""
     index = {name: i for i, name in enumerate(names)}
 
     def above(bone: int, ancestor: int) -> bool:
-        while bone >= 0 and bone != ancestor:
+        # Or under its Rigify twin: an FBX export of deforming bones only hangs the DEF-
+        # thighs from ORG-spine, not DEF-spine (the names were dropped for the bones' tree,
+        # which took a breast bone for the head and bent the knees backwards; QA helper).
+        twin = _rigify_base(names[ancestor])
+        while bone >= 0 and bone != ancestor and _rigify_base(names[bone]) != twin:
             bone = int(parents[bone])
-        return bone == ancestor
+        return bone >= 0
 
     for limb, trunk in (("thigh", "hips"), ("upper_arm", "chest")):
         for side in SIDES:
