@@ -895,6 +895,28 @@ def test_a_given_pose_reads_bends_the_rest_hides() -> None:
     assert moved[2] > 0.1 * np.linalg.norm(tails[fore] - heads[fore])
 
 
+@pytest.mark.parametrize("bend", ["forward", "upward"])
+def test_straight_hinges_read_from_the_current_pose_only_where_they_flex(bend: str) -> None:
+    """Straight hinges read from the current pose (Auto): an elbow bent forward there shows
+    its hinge; one bent upwards (as a solve without limits leaves a T-pose's arms) is no
+    flexion, and the anatomical hinge stands (read from such a pose, flexion lifted the
+    wrist and the arm missed a target in front by 0.065 of the height; QA helper)."""
+    names, parents, heads, tails, rest, found, _ = limits_for("Unity humanoid", pose="T", roll_seed=1)
+    fore = names.index("LeftLowerArm")
+    axis = np.array([0.0, 0.0, 1.0]) if bend == "forward" else np.array([0.0, 1.0, 0.0])
+    pose = rest.copy()
+    turn = rotation(axis, math.radians(-60))
+    for i in (i for i in range(len(names)) if _descends(parents, i, fore)):
+        pose[i, :3, :3] = turn @ rest[i, :3, :3]
+        pose[i, :3, 3] = heads[fore] + turn @ (heads[i] - heads[fore])
+    limit = humanoid.human_limits(found, names, heads, tails, rest, pose, "hinges")["LeftLowerArm"]
+    moved = flexed_tail(rest, heads, tails, fore, limit, 0.5) - tails[fore]
+    length = np.linalg.norm(tails[fore] - heads[fore])
+    # Flexion brings the hand forward (-Y), not up.
+    assert moved[1] < -0.3 * length, moved
+    assert abs(moved[2]) < 0.1 * length, moved
+
+
 def _descends(parents: list[int], bone: int, ancestor: int) -> bool:
     while bone >= 0:
         if bone == ancestor:

@@ -1410,13 +1410,16 @@ def _neutral(
                 posed = np.cross(_unit(tails[upper] - heads[upper]), _unit(tails[bone] - heads[bone]))
                 rest_bend = float(np.linalg.norm(bend))
                 if np.linalg.norm(posed) >= max(math.sin(math.radians(10.0)), rest_bend + math.sin(math.radians(5.0))):
-                    bend, posed_bend = turns[bone].T @ posed, True
+                    bend = turns[bone].T @ posed
             # A bend of 3 degrees or more shows the hinge: flexion continues it (the other
             # way when it bends clearly against the character's forward: a hyperextended
-            # rest). A rest bend only when it lies within 45 degrees of the anatomical
-            # hinge: an elbow drooping or bent across the body in an A- or T-pose rest (a
-            # shape, not a flexion) put the hinge 90 degrees off, the elbow flexing into the
-            # body. A pose's bend is a flexion whatever its plane.
+            # rest). A rest's bend, or one read from the current pose for straight hinges
+            # (Auto), only when it lies within 45 degrees of the anatomical hinge: an elbow
+            # drooping or bent across the body in an A- or T-pose rest (a shape, not a
+            # flexion) put the hinge 90 degrees off, the elbow flexing into the body, and
+            # the pose an unlimited solve had left, elbows bent upwards, made "flexion" lift
+            # the wrist (QA helper). The bend of a pose given for everything (the user's
+            # reference) is a flexion whatever its plane.
             if np.linalg.norm(bend) >= math.sin(math.radians(3.0)):
                 hinge = _unit(_reject(turn @ _unit(bend), n))
                 if posed_bend or abs(float(np.dot(hinge, x))) >= math.cos(math.radians(45.0)):
