@@ -490,6 +490,39 @@ def test_topology_finds_every_role_without_names(convention: str, pose: str) -> 
     assert sorted(original[b] for b in found.between) == sorted(extras.values())
 
 
+@pytest.mark.parametrize("prop", [0.1, 0.25, 0.5, 0.9])
+def test_topology_finds_every_role_with_a_prop_bone_in_one_hand(prop: float) -> None:
+    """A weapon bone held in the right hand: the arms are still a mirror pair and the hand
+    is the hand (no humanoid was found; QA helper)."""
+    names_by_role, spine, neck, extras = CONVENTIONS["Unreal mannequin"]
+    rows = humanoid_rows(names_by_role, spine, neck, extras=extras)
+    hand = next(r for r in rows if r[0] == names_by_role["hand.R"])
+    rows.append(("weapon_r", hand[0], hand[3], tuple(np.add(hand[3], (0.0, -prop, 0.0)))))
+    rows, original = scrambled(rows, seed=3)
+    found = humanoid.recognize(*arrays(rows))
+    assert found.convention == "topology"
+    for role in EXPECTED_ROLES:
+        assert original[found.roles[role]] == (names_by_role[role] if role != "chest" else spine[-1]), role
+
+
+def test_topology_does_not_take_long_hair_for_the_head() -> None:
+    """Four bones of hair hanging down the back from the head: the head is the head, the
+    neck the neck (the hair's end took the head's role; QA helper)."""
+    names_by_role, spine, neck, extras = CONVENTIONS["Unreal mannequin"]
+    rows = humanoid_rows(names_by_role, spine, neck, extras=extras)
+    head = next(r for r in rows if r[0] == names_by_role["head"])
+    parent, top = head[0], np.add(head[2], (0.0, 0.08, 0.12))
+    for k in range(4):
+        bottom = np.add(top, (0.0, 0.02, -0.15))
+        rows.append((f"hair_{k}", parent, tuple(top), tuple(bottom)))
+        parent, top = f"hair_{k}", bottom
+    rows, original = scrambled(rows, seed=5)
+    found = humanoid.recognize(*arrays(rows))
+    assert original[found.roles["head"]] == names_by_role["head"]
+    assert [original[found.roles[f"neck.{k + 1}"]] for k in range(len(neck))] == neck
+    assert f"neck.{len(neck) + 1}" not in found.roles
+
+
 # --- The CMU motion-capture skeletons, read from their BVH files ----------------------------
 
 

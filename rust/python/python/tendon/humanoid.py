@@ -476,12 +476,25 @@ class _Tree:
         return self.far(bone, self.heads[bone])
 
     def main_path(self, bone: int) -> list[int]:
-        """From `bone` down, at each step the child through which the farthest point lies."""
+        """From `bone` down, at each step the child with the most bones below it, among
+        equals the one that goes on most nearly along its parent: a hand's fingers, not a
+        prop bone held in it that reaches further (a sword under one hand made the arms no
+        mirror pair, and no humanoid was found; QA helper)."""
         path = [bone]
         while self.children[path[-1]]:
-            here = self.heads[path[-1]]
-            path.append(max(self.children[path[-1]], key=lambda c: self.far(c, here)))
+            last = path[-1]
+            along = _unit(self.tails[last] - self.heads[last])
+
+            def onward(c: int, along: FloatArray = along) -> tuple[int, float]:
+                return len(self.subtree[c]), float(np.dot(_unit(self.tails[c] - self.heads[c]), along))
+
+            path.append(max(self.children[last], key=onward))
         return path
+
+    def profile(self, bone: int) -> list[float]:
+        """The first three joint-to-joint lengths along `main_path` (a limb's shape)."""
+        path = self.main_path(bone)[:4]
+        return [float(np.linalg.norm(self.heads[b] - self.heads[a])) for a, b in zip(path, path[1:], strict=False)]
 
     def lca(self, a: int, b: int) -> int:
         ancestors = set()
@@ -513,7 +526,10 @@ def _limb(tree: _Tree, root: int, end_share: float = 0.3) -> tuple[list[int], in
         return None
     solid = [k for k, s in enumerate(segments) if s >= 0.02 * total]
     for position, k in enumerate(solid):
-        if position >= 2 and tree.reach(path[k]) <= end_share * total:
+        # How far the path reaches from here (not a prop bone held in the hand).
+        here = tree.heads[path[k]]
+        onward = np.concatenate([tree.heads[path[k:]], tree.tails[path[k:]]])
+        if position >= 2 and float(np.linalg.norm(onward - here, axis=1).max()) <= end_share * total:
             after = path[k + 1] if k + 1 < len(path) else None
             return [path[j] for j in solid[:position]], path[k], after
     return None
@@ -522,16 +538,28 @@ def _limb(tree: _Tree, root: int, end_share: float = 0.3) -> tuple[list[int], in
 def _by_topology(tree: _Tree, names: Sequence[str]) -> dict[str, str]:
     """Roles from the hierarchy and rest positions alone (see the module's docstring)."""
     n = tree.n
-    # Mirror pairs: siblings with equal subtrees (size) and reach within 15%.
+    # Mirror pairs: siblings with equal subtrees (size) and reach within 15%; or, a few
+    # bones apart (a prop or socket bone held in one hand), with the same first three
+    # joint-to-joint lengths within 15%.
     pairs: list[tuple[float, int, int]] = []
     for p in range(n):
         kids = tree.children[p]
         for a_i, a in enumerate(kids):
             for b in kids[a_i + 1 :]:
-                if len(tree.subtree[a]) != len(tree.subtree[b]):
-                    continue
                 ra, rb = tree.reach(a), tree.reach(b)
-                if min(ra, rb) > 0 and min(ra, rb) / max(ra, rb) >= 0.85:
+                if min(ra, rb) <= 0:
+                    continue
+                size_a, size_b = len(tree.subtree[a]), len(tree.subtree[b])
+                if size_a == size_b:
+                    alike = min(ra, rb) / max(ra, rb) >= 0.85
+                else:
+                    pa, pb = tree.profile(a), tree.profile(b)
+                    alike = (
+                        len(pa) == len(pb) == 3
+                        and abs(size_a - size_b) <= 0.25 * max(size_a, size_b)
+                        and all(min(x, y) > 0 and min(x, y) / max(x, y) >= 0.85 for x, y in zip(pa, pb, strict=True))
+                    )
+                if alike:
                     pairs.append((min(ra, rb), a, b))
     pairs.sort(reverse=True)
     # The legs and the arms are the two largest pairs (fingers, eyes and breasts are far
@@ -586,8 +614,15 @@ def _by_topology(tree: _Tree, names: Sequence[str]) -> dict[str, str]:
         near = 0.01 * tree.reach(neck_root)
         while tree.children[path[-1]]:
             here = tree.heads[path[-1]]
-            # Bones starting at their parent's head (face rigs' roots) end the line.
-            onward = [c for c in tree.children[path[-1]] if np.linalg.norm(tree.heads[c] - here) > near]
+            # Bones starting at their parent's head (face rigs' roots) end the line, and so
+            # do bones hanging down, 120 degrees or more from up (long hair under the head
+            # took the head's role, the head a neck's; QA helper).
+            onward = [
+                c
+                for c in tree.children[path[-1]]
+                if np.linalg.norm(tree.heads[c] - here) > near
+                and float(np.dot(_unit(tree.tails[c] - tree.heads[c]), up)) > -0.5
+            ]
             if not onward:
                 break
             path.append(max(onward, key=lambda c: tree.far(c, here)))
