@@ -56,10 +56,11 @@ pub use rig::{
     AxisLimit, AxisTension, BoneDesc, JointLimits, Pose, Rig, RigDesc, SideTension, Transform,
 };
 pub use solvers::{
-    distribute_scale, AnySolver, Ccd, CcdParams, Fabrik, FabrikParams, IterationParams,
-    JacobianDls, JacobianDlsParams, JacobianTranspose, JacobianTransposeParams, ScaleLimits,
-    SolveReport, Solver, SolverConfig, SphereCollider, SpringChain, SpringParams, SpringSimulation,
-    TensionMinimizer, TensionParams, TensionReference, TensionStart, TwoBone, TwoBoneParams,
+    distribute_scale, two_bone_limb, AnySolver, Ccd, CcdParams, Fabrik, FabrikParams,
+    IterationParams, JacobianDls, JacobianDlsParams, JacobianTranspose, JacobianTransposeParams,
+    LimbSolution, ScaleLimits, SolveReport, Solver, SolverConfig, SphereCollider, SpringChain,
+    SpringParams, SpringSimulation, TensionMinimizer, TensionParams, TensionReference,
+    TensionStart, TwoBone, TwoBoneParams,
 };
 
 /// How many threads this machine runs at once, asked once: the standard library reads the

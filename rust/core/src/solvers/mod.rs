@@ -60,8 +60,11 @@ pub struct IterationParams {
     /// solves with shared chains from the start, kept if it loses no goal the first
     /// reached and comes closer.
     pub exclusive_chains: bool,
-    /// Let the rig's root translate to help the effectors (iterative solvers): after each
-    /// step the root moves by half the goals' weighted mean remaining error.
+    /// Let the rig's root translate to help the effectors (iterative solvers): when a
+    /// target lies beyond its chain's reach from where the root is, the root moves by the
+    /// least translation that brings the goals within reach together (goals none brings
+    /// within reach with the others are left out), then follows by half the weighted mean
+    /// remaining error of the goals within reach.
     pub move_root: bool,
 }
 
@@ -267,10 +270,16 @@ impl<'de> Deserialize<'de> for SolverConfig {
     ) -> std::result::Result<Self, D::Error> {
         use serde::de::Error;
         let given = serde_json::Map::<String, serde_json::Value>::deserialize(deserializer)?;
-        let name = given
-            .get("solver")
-            .and_then(serde_json::Value::as_str)
-            .ok_or_else(|| D::Error::missing_field("solver"))?;
+        let name = match given.get("solver") {
+            None => return Err(D::Error::missing_field("solver")),
+            Some(serde_json::Value::String(name)) => name.as_str(),
+            Some(other) => {
+                return Err(D::Error::custom(format!(
+                    "'solver' must be a solver's name ({}), not {other}",
+                    SolverConfig::NAMES.join(", ")
+                )))
+            }
+        };
         let defaults = SolverConfig::by_name(name).map_err(D::Error::custom)?;
         let mut merged = match serde_json::to_value(defaults).map_err(D::Error::custom)? {
             serde_json::Value::Object(map) => map,
@@ -289,9 +298,25 @@ impl<'de> Deserialize<'de> for SolverConfig {
                 known.join(", ")
             )));
         }
-        merged.extend(given);
-        let fields: SolverConfigFields =
-            serde_json::from_value(serde_json::Value::Object(merged)).map_err(D::Error::custom)?;
+        let defaults = merged.clone();
+        merged.extend(given.clone());
+        let fields: SolverConfigFields = serde_json::from_value(serde_json::Value::Object(merged))
+            .map_err(|error| {
+                // serde_json names no field here: find the setting that fails alone over
+                // the defaults ("damping": "high" said only "expected f32"; QA helper).
+                let culprit = given.iter().find(|(key, value)| {
+                    let mut one = defaults.clone();
+                    one.insert((*key).clone(), (*value).clone());
+                    serde_json::from_value::<SolverConfigFields>(serde_json::Value::Object(one))
+                        .is_err()
+                });
+                match culprit {
+                    Some((key, value)) => D::Error::custom(format!(
+                        "{name} setting '{key}' cannot be {value}: {error}"
+                    )),
+                    None => D::Error::custom(error),
+                }
+            })?;
         Ok(match fields {
             SolverConfigFields::Fabrik(p) => SolverConfig::Fabrik(p),
             SolverConfigFields::Ccd(p) => SolverConfig::Ccd(p),
@@ -371,9 +396,13 @@ impl SolverConfig {
             if value.is_finite() && (low..=high).contains(&value) {
                 Ok(())
             } else {
+                let reason = match high == f32::MAX {
+                    true => format!("{value} must be a number from {low} up"),
+                    false => format!("{value} must be a number from {low} to {high}"),
+                };
                 Err(TendonError::InvalidValue {
                     what: what.into(),
-                    reason: format!("{value} must be a number from {low} to {high}"),
+                    reason,
                 })
             }
         };
