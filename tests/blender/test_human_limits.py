@@ -561,6 +561,30 @@ def test_motion_capture_roles_hinges_and_the_actors_motion(clip: str) -> None:
     check_flexion(obj, found, forward, MOCAP_ENDS[clip], straightest_frames(obj, found, MOCAP_ENDS[clip]))
 
 
+def test_a_spine_offset_pointing_forward_in_the_standing_frame_is_its_neutral() -> None:
+    """A Character Creator clip whose 5 cm waist points 66 degrees forward in its standing
+    first frame (a bone offset, not a flexion; the other clips' waists point up): its
+    limits read from that frame take it as it stands (it lay 38 degrees outside its
+    limits on every frame, and a 2 cm nudge of the head turned it 26 degrees; QA helper)."""
+    obj = real_rigs.import_bvh("cmu_006_10_cc.bvh", 0.01)
+    real_rigs.enter_pose_mode(obj)
+    scene = bpy.context.scene
+    scene.frame_set(1)
+    assert run() == {"FINISHED"}
+    pose_bones = obj.pose.bones
+    for name in ("CC_Base_Waist", "CC_Base_Spine01", "CC_Base_Spine02"):
+        assert euler_in_limits(pose_bones[name])[0], name
+    head = pose_bones["CC_Base_Head"]
+    waist_before = pose_bones["CC_Base_Waist"].matrix.to_quaternion()
+    target = rigs.empty("nudge", obj.matrix_world @ (head.tail + Vector((0.0, -0.02, 0.0))))
+    obj.tendon.effectors.clear()
+    rigs.add_effector(obj, "CC_Base_Head", target, chain_length=6)
+    rigs.activate(obj)
+    assert bpy.ops.tendon.solve() == {"FINISHED"}
+    turned = waist_before.rotation_difference(pose_bones["CC_Base_Waist"].matrix.to_quaternion()).angle
+    assert math.degrees(turned) < 3.0, math.degrees(turned)
+
+
 def test_bones_held_between_joints_stay_where_the_clip_has_them() -> None:
     """The cgspeed file's wrist bones (`LeftWrist`, between the forearm and the hand bone)
     carry the actor's wrist turn. Human Limits locks them; a solve of the arm with the

@@ -1405,9 +1405,28 @@ def _neutral(
     out = frame.left if side != "R" else -frame.left
     d = carry @ geometry.direction(bone)
     if base in ("spine", "chest", "neck", "head"):
-        # The column's neutral is its rest (or given) curve, unless a segment points far
-        # from up (a rest pose that is not standing).
-        n = d if _angle(d, up) <= 60.0 else up
+        # The column's neutral is its rest curve, unless a segment points far from up (a
+        # rest pose that is not standing): from 30 degrees off up it leans towards up, up
+        # itself from 60 (all or nothing at 60 made a cliff). A pose given to stand in is
+        # the neutral curve as it is: a clip's 5 cm waist, an offset pointing 66 degrees
+        # forward in its standing frame, read as that much flexion lay 38 degrees outside
+        # its limits on every frame, and a 2 cm nudge of the head turned it 26 (QA
+        # helper). (The neck's and head's bones point anywhere a rig likes, a head bone
+        # towards the face: their rest is their neutral, up to the 60 degrees.)
+        tilt = _angle(d, up)
+        if geometry.posed and base in ("spine", "chest"):
+            share = 0.0
+        elif base in ("spine", "chest"):
+            share = min(max((tilt - 30.0) / 30.0, 0.0), 1.0)
+        else:
+            share = float(tilt > 60.0)
+        axis = np.cross(d, up)
+        if share >= 1.0:
+            n = up
+        elif share > 0.0 and np.linalg.norm(axis) > 1e-9:
+            n = _unit(_axis_angle(_unit(axis), math.radians(tilt) * share) @ d)
+        else:
+            n = d
         motion = forward
     elif base == "clavicle":
         n, motion = (d if _angle(d, out) <= 45.0 else out), up
