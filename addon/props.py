@@ -170,7 +170,8 @@ class TendonSpring(PropertyGroup):
         default=spring_default("damping", 2.0),
         min=0.0,
         soft_max=20.0,
-        description="How fast the swinging dies out, per second",
+        description="How fast the swinging dies out, per second. It acts as air does: a chain carried "
+        "steadily along trails behind by more the higher it is and the faster the character moves",
     )
     gravity: FloatProperty(
         name="Gravity", default=1.0, min=0.0, soft_max=2.0, description="Share of the scene's gravity the chain feels"
