@@ -530,3 +530,40 @@ fn huge_quaternions_are_normalised_not_zeroed() {
         );
     }
 }
+
+#[test]
+fn scales_that_multiply_past_the_largest_magnitude_are_refused() {
+    // Each under 1e15, their products are not (three pose scales of 1e15: reached with a
+    // residual of 3.4e38 and the tail at NaN; two of 1e10: reached, residual 1.5e20; QA
+    // helper).
+    let rig = straight_chain(3);
+    let target = [Goal::new(2, Vec3::new(0.5, 1.5, 0.5))];
+    for (scales, bone) in [
+        (vec![1e15, 1e15, 1e15], "b1"),
+        (vec![1e10, 1e10, 1.0], "b1"),
+    ] {
+        let mut start = Pose::rest(3);
+        for (i, &s) in scales.iter().enumerate() {
+            start.scales[i] = Vec3::splat(s);
+        }
+        for (name, mut solver) in all_solvers() {
+            let error = solver.solve(&rig, &start, &target).unwrap_err().to_string();
+            assert!(
+                error.contains(&format!("scale of bone '{bone}' with its parents'")),
+                "{name} {scales:?}: {error}"
+            );
+        }
+    }
+    let mut desc = rig.to_desc();
+    for bone in &mut desc.bones {
+        bone.rest.scale = Vec3::splat(1e13);
+    }
+    let scaled = desc.build().unwrap();
+    for (name, mut solver) in all_solvers() {
+        let error = solver
+            .solve(&scaled, &Pose::rest(3), &target)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("with its parents'"), "{name}: {error}");
+    }
+}

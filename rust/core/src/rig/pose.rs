@@ -84,6 +84,60 @@ impl Pose {
                 self.rotations[i] = unit;
             }
         }
+        self.check_world_magnitudes(rig)
+    }
+
+    /// Checks that no bone's scale or place in the armature, its parents' scales applied,
+    /// exceeds [`MAX_MAGNITUDE`](crate::error::MAX_MAGNITUDE): each scale is checked alone,
+    /// but three of 1e15 down a chain multiply to 1e45 (the solve said reached with a
+    /// residual of 3.4e38 and a tail at NaN; QA helper).
+    fn check_world_magnitudes(&self, rig: &Rig) -> Result<()> {
+        thread_local! {
+            // Kept between calls: solving again allocates nothing.
+            static BOUNDS: std::cell::RefCell<(Vec<f64>, Vec<f64>)> = const {
+                std::cell::RefCell::new((Vec::new(), Vec::new()))
+            };
+        }
+        BOUNDS.with_borrow_mut(|(scale, reach)| self.world_magnitudes_within(rig, scale, reach))
+    }
+
+    fn world_magnitudes_within(
+        &self,
+        rig: &Rig,
+        scale: &mut Vec<f64>,
+        reach: &mut Vec<f64>,
+    ) -> Result<()> {
+        let n = rig.len();
+        // Per bone: its largest world scale factor and a bound on its head's distance from
+        // the origin (depth-first order: parents first).
+        scale.clear();
+        scale.resize(n, 1.0);
+        reach.clear();
+        reach.resize(n, 0.0);
+        for i in 0..n {
+            let rest = rig.rest(i);
+            let (parent_scale, parent_reach) = match rig.parent(i) {
+                Some(p) => (scale[p], reach[p]),
+                None => (1.0, 0.0),
+            };
+            let offset = (rest.translation + rest.rotation * (rest.scale * self.translations[i]))
+                .abs()
+                .max_element() as f64;
+            let own = (rest.scale.abs().max_element() * self.scales[i].abs().max_element()) as f64;
+            scale[i] = parent_scale * own;
+            reach[i] = parent_reach + parent_scale * offset;
+            let tail = reach[i] + scale[i] * rig.length(i) as f64;
+            let limit = crate::error::MAX_MAGNITUDE as f64;
+            if scale[i] > limit || tail > limit {
+                return Err(TendonError::InvalidValue {
+                    what: format!("scale of bone '{}' with its parents' (rest and pose)", rig.name(i)),
+                    reason: format!(
+                        "it puts the bone {:e} in size, {:e} from the armature's origin: larger than {:e}",
+                        scale[i], tail, limit
+                    ),
+                });
+            }
+        }
         Ok(())
     }
 
