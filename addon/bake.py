@@ -494,7 +494,7 @@ class Baker:
         while self.sampled < len(self.frames):
             self.step()
         if self.scale_plans:
-            self.found.warnings += non_uniform_scales(self.scale_plans, self.scale_goals)
+            self.found.warnings += non_uniform_scales(self.scale_plans, self.scale_goals, self.frames)
         if self.per_frame_pose:
             self.restore_frame()
         if self.found.goals:

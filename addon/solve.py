@@ -752,16 +752,23 @@ def chain_scale_goals(obj: bpy.types.Object, entry: RigEntry, plans: list[ScaleT
     ).reshape(len(plans), 3)
 
 
-def non_uniform_scales(plans: list[ScaleTarget], goals: np.ndarray) -> list[str]:
-    """Warnings for the plans whose goal scales (goals: (..., plans, 3)) differ by axis:
+def non_uniform_scales(plans: list[ScaleTarget], goals: np.ndarray, frames: np.ndarray | None = None) -> list[str]:
+    """Warnings for the plans whose goal scales (goals: (..., plans, 3), one a frame of
+    `frames` when baking) differ by axis:
     each chain bone is scaled along its own axes, which a chain turned away from the
     target's axes cannot match in world space (the effector's scale then differs)."""
     goals = np.asarray(goals, np.float64).reshape(-1, len(plans), 3)
-    uneven = (np.ptp(goals, axis=2) > 1e-4 * np.abs(goals).max(axis=2)).any(axis=0)
+    spread = np.ptp(goals, axis=2) / np.maximum(np.abs(goals).max(axis=2), 1e-30)
+    uneven = (spread > 1e-4).any(axis=0)
+    # The most uneven frame's scale (a bake's first frame showed (1, 1, 1) for a target
+    # keyed from (1, 1, 1) to (2, 1, 1); QA helper).
+    worst = spread.argmax(axis=0)
     return [
         f"effector {plan.effector + 1}: its target's scale differs by axis "
-        f"({', '.join(f'{v:g}' for v in goals[0, k])}): the chain's bones are scaled along their own "
-        "axes, so only a uniform scale is matched exactly"
+        f"({', '.join(f'{v:g}' for v in goals[worst[k], k])})"
+        f"{f' at frame {frames[worst[k]]:g}' if frames is not None and len(goals) > 1 else ''}: the chain's "
+        "bones are scaled along "
+        "their own axes, so only a uniform scale is matched exactly in general"
         for k, plan in enumerate(plans)
         if uneven[k]
     ]

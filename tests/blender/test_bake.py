@@ -1432,3 +1432,16 @@ def test_a_target_blender_does_not_evaluate_is_named_not_baked_where_it_last_was
     assert obj.animation_data is None or obj.animation_data.action is None
     with pytest.raises(RuntimeError, match="'target' is hidden in the viewport"):
         bpy.ops.tendon.solve()
+
+
+def test_a_bake_names_the_frame_where_a_target_scale_differs_by_axis() -> None:
+    """A target's scale keyed from uniform to (2, 1, 1): the warning gives the most uneven
+    frame's scale and that frame (it showed the first frame's (1, 1, 1); QA helper)."""
+    obj, target = animated_chain()
+    obj.tendon.effectors[0].use_scale = True
+    target.scale = (1.0, 1.0, 1.0)
+    target.keyframe_insert("scale", frame=1)
+    target.scale = (2.0, 1.0, 1.0)
+    target.keyframe_insert("scale", frame=20)
+    assert bpy.ops.tendon.bake(frame_start=1, frame_end=20) == {"FINISHED"}
+    assert "its target's scale differs by axis (2, 1, 1) at frame 20" in obj.tendon.status, obj.tendon.status
