@@ -963,10 +963,7 @@ fn solver_config_json() {
         (r#"{"solver":"newton"}"#, "newton"),
         (r#"{"max_iterations":3}"#, "missing field `solver`"),
         (r#"{"solver":5}"#, "'solver' must be a solver's name"),
-        (
-            r#"{"solver":"fabrik","damping":0.1}"#,
-            "fabrik has no setting 'damping'",
-        ),
+        (r#"{"solver":"fabrik","damping":0.1}"#, "fabrik has no setting 'damping'"),
         (
             r#"{"solver":"fabrik","max_iterations":"many"}"#,
             "fabrik setting 'max_iterations' cannot be \"many\"",

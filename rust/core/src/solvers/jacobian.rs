@@ -454,34 +454,6 @@ impl Scratch {
         (ws.frame_before_basis(rig, dof.bone) * local).normalize()
     }
 
-    /// The squared norm of the error rows at the current pose, scaled as the step scales
-    /// them (the components' factors included): the cost the step minimises, so the cost a
-    /// step is accepted by. (Judged by the driver's score, without the factors, steps
-    /// towards the step's own optimum were refused where goals sharing bones pull apart:
-    /// the damping climbed and the solve stalled, a hand 3.2 cm off with the forearm's
-    /// goal at weight 0.01 against 0.23 at 0.03; QA helper.)
-    fn step_cost(&self, ws: &Workspace) -> f64 {
-        let mut cost = 0.0;
-        for (g, prepared) in ws.goals.iter().enumerate() {
-            let goal = prepared.goal;
-            let factor = self.goal_factor[g];
-            if !prepared.beyond_reach {
-                let scale = (goal.weight as f64).sqrt() / prepared.length_scale as f64 * factor;
-                cost += (goal.target - ws.effector(g)).as_dvec3().length_squared() * scale * scale;
-            }
-            if has_rotation(&goal) {
-                let target = goal.rotation.unwrap_or(Quat::IDENTITY);
-                let mut turn = target * ws.world_rot[goal.bone].conjugate();
-                if turn.w < 0.0 {
-                    turn = -turn;
-                }
-                let s = ((goal.weight * goal.rotation_weight) as f64).sqrt() * factor;
-                cost += turn.to_scaled_axis().as_dvec3().length_squared() * s * s;
-            }
-        }
-        cost
-    }
-
     /// Fills the Jacobian and the scaled error at the current pose; returns the squared
     /// error norm (the driver's score).
     fn linearise(&mut self, ws: &Workspace, rig: &Rig) -> f64 {
@@ -1407,7 +1379,6 @@ impl SolveOnce for JacobianDls {
         let scaled_start = params.adaptive && !self.plain_start && !params.iteration.move_root;
         let step = |scratch: &mut Scratch, ws: &mut Workspace, rig: &Rig| {
             let before = scratch.linearise(ws, rig);
-            let cost = scratch.step_cost(ws);
             scratch.save(ws);
             if scaled_start && fresh.replace(false) {
                 // Goals already close (a warm frame of a bake: a centimetre on a 60 cm
@@ -1430,7 +1401,7 @@ impl SolveOnce for JacobianDls {
                     if !params.adaptive {
                         return;
                     }
-                    if scratch.step_cost(ws) < cost {
+                    if ws.evaluate(&params.iteration).score < before {
                         damping.set((damping.get() * 0.3).max(MIN_DAMPING));
                         return;
                     }
