@@ -360,13 +360,13 @@ impl Coherence {
             let params = self.params;
             let fallback = self.fallback.get_or_insert_with(|| {
                 // The caller's tolerances and settings, with damped least squares' own
-                // step and cap or the caller's if smaller (a cap of 2 ran 100 iterations;
-                // QA helper).
+                // step, and its cap or the caller's if smaller (a cap of 2 ran 100
+                // iterations; QA helper), as the finishing passes have them.
                 let own = JacobianDlsParams::default();
                 JacobianDls::new(JacobianDlsParams {
                     iteration: IterationParams {
                         max_iterations: own.iteration.max_iterations.min(params.max_iterations),
-                        max_step_angle: own.iteration.max_step_angle.min(params.max_step_angle),
+                        max_step_angle: own.iteration.max_step_angle,
                         ..params
                     },
                     ..own

@@ -521,11 +521,9 @@ impl Fabrik {
         self.scratch.build_handles(&self.ws, rig);
         let scratch = &mut self.scratch;
         let mut used = 0;
-        // The point pass moves points, not joints: it cannot keep a turn per iteration
-        // below a clamp (set one, and a joint turned 1.38 rad in one iteration; QA
-        // helper); bone-turning FABRIK can.
-        let unclamped = params.max_step_angle >= std::f32::consts::PI;
-        if unclamped && scratch.point_chains_apply(&self.ws, rig) {
+        // The point pass moves points, not joints: no step clamp holds it (bone-turning
+        // FABRIK under a small clamp stalled short of reachable targets; regression pass).
+        if scratch.point_chains_apply(&self.ws, rig) {
             used = scratch.solve_point_chains(&mut self.ws, rig, &params);
             self.ws.after_step(rig);
             let report = self.ws.report_now(&params, used);

@@ -60,7 +60,7 @@ impl FinishWithinLimits {
         self.dls.params = JacobianDlsParams {
             iteration: IterationParams {
                 max_iterations: own.iteration.max_iterations.min(params.max_iterations),
-                max_step_angle: own.iteration.max_step_angle.min(params.max_step_angle),
+                max_step_angle: own.iteration.max_step_angle,
                 ..*params
             },
             ..own

@@ -49,9 +49,10 @@ pub struct IterationParams {
     pub tolerance: f32,
     /// A full-weight rotation target is reached within this angle (radians).
     pub rotation_tolerance: f32,
-    /// Largest turn of one joint in one iteration (radians); keeps steps stable. Two-bone's
-    /// closed form, exact in one step, has none; FABRIK keeps to one below pi by turning
-    /// bones rather than moving points.
+    /// Largest turn of one joint in one iteration (radians); keeps steps stable. The
+    /// iterations that turn joints keep to it; two-bone's closed form and FABRIK's pass
+    /// over points (chains without limits) move by whole steps, and finishing passes by
+    /// damped least squares take its own 0.5.
     pub max_step_angle: f32,
     /// Full-body solving: goals take their chains in depth-first order of the chains'
     /// top bones, and a goal does not move bones an earlier goal's chain moves (so a head
