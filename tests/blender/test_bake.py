@@ -1394,7 +1394,7 @@ def test_bones_all_keys_each_bone_outside_the_chains_with_its_own_channels() -> 
     assert (rigs.tail_world(obj, "b3") - target.location).length < 1e-4
 
 
-@pytest.mark.parametrize("hidden", ["monitor icon", "excluded collection", "H"])
+@pytest.mark.parametrize("hidden", ["monitor icon", "excluded collection", "H", "monitor icon, used"])
 def test_a_target_blender_does_not_evaluate_is_named_not_baked_where_it_last_was(hidden: str) -> None:
     """A target hidden with the monitor icon (or in an excluded collection) and moved by an
     animated parent is not evaluated by Blender: its world matrix stays where it last
@@ -1408,8 +1408,16 @@ def test_a_target_blender_does_not_evaluate_is_named_not_baked_where_it_last_was
     target = rigs.empty("target", (0.0, 0.0, 0.0))
     target.parent = parent
     rigs.add_effector(obj, "b2", target, chain_length=3)
-    if hidden == "H":
-        target.hide_set(True)
+    if hidden in ("H", "monitor icon, used"):
+        # Hidden with H, or with its monitor icon while a shown object's constraint uses
+        # it: Blender evaluates it, and the bake follows it (refused as hidden; regression
+        # pass).
+        if hidden == "H":
+            target.hide_set(True)
+        else:
+            target.hide_viewport = True
+            follower = rigs.empty("follower", (0.0, 0.0, 0.0))
+            follower.constraints.new("COPY_LOCATION").target = target
         rigs.activate(obj)
         assert bpy.ops.tendon.bake(frame_start=1, frame_end=20) == {"FINISHED"}
         for frame in (1, 10, 20):
