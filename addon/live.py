@@ -221,44 +221,45 @@ def live_update(scene: bpy.types.Scene, force: Any = None, depsgraph: Any = None
 
 
 def live_cycles(obj: bpy.types.Object, effectors: tuple[Effector | None, ...]) -> dict[int, str]:
-    """The effectors (by position) that follow a bone another live armature's solve moves
-    while that armature follows a bone this one's solve moves (two hands reaching for each
-    other): each solve moves the other's target, and live mode would solve both for ever,
-    the hands creeping away. Each with a warning; they are skipped."""
+    """The effectors (by position) whose chain moves a bone another live armature's
+    effector follows, while that effector's chain moves the bone this one follows (two
+    hands reaching for each other): each solve moves the other's target, and live mode
+    would solve both for ever, the hands creeping away. Each with a warning; they are
+    skipped. (Two hands that each follow the other armature's other hand close no loop.)"""
     found: dict[int, str] = {}
     for position, effector in enumerate(effectors):
         other = effector.target if effector is not None else None
         if other is None or other == obj or other.type != "ARMATURE" or not effector.subtarget:
             continue
-        if not other.tendon.live or not moved_by_live_solve(other, effector.subtarget):
+        if not other.tendon.live:
             continue
         for back in read_effectors(other):
-            followed = followed_bones(obj, back.target, back.subtarget) if back is not None else []
-            bone = next((bone for bone, _how in followed if moved_by_live_solve(obj, bone)), None)
+            if back is None or not moved_by_chain(other, back, effector.subtarget):
+                continue
+            followed = followed_bones(obj, back.target, back.subtarget)
+            bone = next((bone for bone, _how in followed if moved_by_chain(obj, effector, bone)), None)
             if bone is not None:
                 found[position] = (
                     f"{effector_label(position, effector.bone)}: its target bone '{effector.subtarget}' moves with "
                     f"armature '{other.name}''s live solve, which follows this armature's bone '{bone}' that this "
-                    "solve moves: a cycle live mode cannot settle; skipped (follow an empty, or solve one armature "
-                    "at a time with Solve IK)"
+                    "effector's chain moves: a cycle live mode cannot settle; skipped (follow an empty, or solve one "
+                    "armature at a time with Solve IK)"
                 )
                 break
     return found
 
 
-def moved_by_live_solve(obj: bpy.types.Object, name: str) -> bool:
-    """Whether bone `name` of armature `obj` is in or under one of its effectors' chains."""
+def moved_by_chain(obj: bpy.types.Object, effector: Effector, name: str) -> bool:
+    """Whether bone `name` of armature `obj` is in or under `effector`'s chain."""
     bones = obj.data.bones
-    chain_bones = set()
-    for effector in obj.tendon.effectors:
-        bone = bones.get(effector.bone) if effector.enabled else None
-        count = 0
-        while bone is not None and (effector.chain_length == 0 or count < effector.chain_length):
-            chain_bones.add(bone.name)
-            bone, count = bone.parent, count + 1
+    chain = set()
+    bone, count = bones.get(effector.bone), 0
+    while bone is not None and (effector.chain_length == 0 or count < effector.chain_length):
+        chain.add(bone.name)
+        bone, count = bone.parent, count + 1
     bone = bones.get(name)
     while bone is not None:
-        if bone.name in chain_bones:
+        if bone.name in chain:
             return True
         bone = bone.parent
     return False

@@ -702,12 +702,38 @@ def test_two_live_armatures_reaching_for_each_others_bones_are_told_of_the_cycle
         assert "a cycle live mode cannot settle" in obj.tendon.status, obj.tendon.status
         assert np.abs(rigs.world_matrices(obj) - before).max() < 1e-6, obj.name
     # One way only: A follows B's hand.
+    first.tendon.effectors[0].subtarget = "b3"
+    first.tendon.effectors[0].chain_length = 0
     rigs.activate(second)
     assert bpy.ops.tendon.remove_effector() == {"FINISHED"}
     for _ in range(3):
         rigs.update()
     assert "cycle" not in first.tendon.status, first.tendon.status
     assert (rigs.tail_world(first, "b3") - rigs.head_world(second, "b3")).length < 1e-4
+
+
+def test_two_live_armatures_holding_hands_crosswise_close_no_loop() -> None:
+    """Each right hand follows an empty of its own, each left hand the other armature's
+    right hand: no chain moves a bone that follows it back, so both settle (both left
+    hands were skipped as a cycle, 15 and 36 cm off; regression pass)."""
+    first, second = rigs.humanoid("A"), rigs.humanoid("B")
+    second.location = (0.3, -0.9, 0.0)
+    second.rotation_euler = (0.0, 0.0, math.pi)
+    for obj in (first, second):
+        rigs.add_effector(obj, "hand.R", rigs.empty(f"{obj.name}.grip", rigs.tail_world(obj, "hand.R")), 3)
+    for obj, other in ((first, second), (second, first)):
+        effector = obj.tendon.effectors.add()
+        effector.bone, effector.chain_length = "hand.L", 3
+        effector.target, effector.subtarget = other, "hand.R"
+    first.tendon.live = second.tendon.live = True
+    for _ in range(6):
+        rigs.update()
+    for obj in (first, second):
+        assert "cycle" not in obj.tendon.status, obj.tendon.status
+    poses = [rigs.world_matrices(obj) for obj in (first, second)]
+    rigs.update()
+    for obj, before in zip((first, second), poses, strict=True):
+        assert np.abs(rigs.world_matrices(obj) - before).max() < 1e-5, obj.name
 
 
 def test_live_mode_measures_its_solve_even_with_a_nan_in_a_setting() -> None:
