@@ -96,6 +96,23 @@ def test_a_fingertip_far_from_the_origin_on_its_target_is_reached(solver: str) -
         bpy.data.objects.remove(target)
 
 
+def test_a_miss_far_from_the_origin_is_not_called_reached() -> None:
+    """Float noise grows with the distance from the armature's origin, but no faster than
+    float32's steps: a 9 cm chain 200 m out missing by 0.3 mm is not reached (an allowance
+    of 2e-6 of the distance said it was; regression pass)."""
+    head = Vector((200.0, 0.0, 1.0))
+    rows = []
+    for i in range(3):
+        tail = head + Vector((0.03, 0.0, 0.0))
+        rows.append((f"f{i}", f"f{i - 1}" if i else None, tuple(head), tuple(tail), 0.0))
+        head = tail
+    obj = rigs.armature("Far", rows)
+    target = rigs.empty("beyond", head + Vector((0.0003, 0.0, 0.0)))
+    rigs.add_effector(obj, "f2", target, chain_length=3)
+    assert bpy.ops.tendon.solve() == {"FINISHED"}
+    assert "not reached" in obj.tendon.status, obj.tendon.status
+
+
 @pytest.mark.parametrize("solver", ["FABRIK", "CCD", "JACOBIAN_DLS", "TWO_BONE"])
 def test_a_rotation_target_the_bone_cannot_meet_is_not_reached(solver: str) -> None:
     """The effector bone locked on every axis cannot take its rotation target (weight 1):
