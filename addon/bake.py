@@ -558,7 +558,7 @@ class Baker:
             channels += [(names[bone], "location", locations[:, bone]) for bone in self.moved]
         scales = self.pose[2]
         channels += [(names[bone], "scale", scales[:, bone]) for bone in self.scaled]
-        held = keys.held_over_strips(obj, [(bone, prop) for bone, prop, _ in channels]) if over_strips else []
+        held = keys.held_over_strips(obj, [(bone, prop) for bone, prop, _ in channels], span) if over_strips else []
         written = keys.write_channels(action, slot, channels, frames, interpolation, span)
         if held:
             listed = ", ".join(repr(bone) for bone in held[:3]) + (", ..." if len(held) > 3 else "")

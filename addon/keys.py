@@ -201,12 +201,14 @@ def action_fcurves(action: bpy.types.Action, id_data: bpy.types.ID) -> Any:
     return bag.fcurves if bag else []
 
 
-def held_over_strips(obj: bpy.types.Object, channels: list[tuple[str, str]]) -> list[str]:
+def held_over_strips(obj: bpy.types.Object, channels: list[tuple[str, str]], span: tuple[float, float]) -> list[str]:
     """The bones of `channels` (bone, property) that the assigned action does not key yet
-    while an unmuted NLA strip animates that property: the curves a bake adds hold their
-    first and last keys over the strips on every frame outside the range (Blender plays the
-    assigned action over the whole timeline; the arm's clip stopped playing on frames
-    1-39 and 61-277 of a bake of 40-60; QA helper)."""
+    while an unmuted NLA strip reaching outside the baked `span` animates that property:
+    the curves a bake adds hold their first and last keys over the strips on every frame
+    outside the range (Blender plays the assigned action over the whole timeline; the
+    arm's clip stopped playing on frames 1-39 and 61-277 of a bake of 40-60; QA helper).
+    A strip the range covers plays nothing outside it to hold over (it was named all the
+    same; regression pass)."""
     anim = obj.animation_data
     if anim is None or anim.action is None or not any(not track.mute for track in anim.nla_tracks):
         return []
@@ -216,7 +218,8 @@ def held_over_strips(obj: bpy.types.Object, channels: list[tuple[str, str]]) -> 
         if track.mute:
             continue
         for strip in track.strips:
-            if strip.action is not None and not strip.mute:
+            outside = strip.frame_start < span[0] or strip.frame_end > span[1]
+            if strip.action is not None and not strip.mute and outside:
                 stripped |= {fc.data_path for fc in action_fcurves(strip.action, obj)}
     held = []
     for bone, prop in channels:

@@ -158,6 +158,12 @@ def test_a_bake_over_nla_strips_under_an_action_says_which_bones_its_keys_hold(d
     status = obj.tendon.status
     assert "'b0', 'b1', 'b2', ... had no keys in action" in status, status
     assert "hold frames 5 and 35 over the strips" in status, status
+    # A range that covers the strip leaves nothing of it outside to hold over (named all
+    # the same; regression pass).
+    obj.animation_data.action = None
+    obj.keyframe_insert("location", frame=1)
+    assert bpy.ops.tendon.bake(frame_start=1, frame_end=40, destination=destination) == {"FINISHED"}
+    assert "had no keys" not in obj.tendon.status, obj.tendon.status
     # Without an action over them the strips play on: nothing to say.
     obj.animation_data.action = None
     assert bpy.ops.tendon.bake(frame_start=5, frame_end=35, destination=destination) == {"FINISHED"}
