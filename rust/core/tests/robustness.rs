@@ -558,12 +558,10 @@ fn scales_that_multiply_past_the_largest_magnitude_are_refused() {
     for bone in &mut desc.bones {
         bone.rest.scale = Vec3::splat(1e13);
     }
-    let scaled = desc.build().unwrap();
-    for (name, mut solver) in all_solvers() {
-        let error = solver
-            .solve(&scaled, &Pose::rest(3), &target)
-            .unwrap_err()
-            .to_string();
-        assert!(error.contains("with its parents'"), "{name}: {error}");
-    }
+    // Rest scales alone: the rig is refused when built.
+    let error = desc.build().unwrap_err().to_string();
+    assert!(
+        error.contains("scale of bone 'b1' with its parents'"),
+        "{error}"
+    );
 }

@@ -254,7 +254,7 @@ impl Rig {
                 t
             })
             .collect();
-        Ok(Rig {
+        let rig = Rig {
             rest_affine: rest.iter().map(Transform::to_affine).collect(),
             names: order.iter().map(|&c| desc.bones[c].name.clone()).collect(),
             lengths: order.iter().map(|&c| desc.bones[c].length).collect(),
@@ -269,7 +269,11 @@ impl Rig {
             rest,
             dfs_from_caller,
             caller_from_dfs: order,
-        })
+        };
+        // Rest scales and offsets that multiply past the largest magnitude down a chain
+        // (so a pose that scales and moves nothing needs no second look).
+        Pose::rest(rig.len()).check_world_magnitudes(&rig)?;
+        Ok(rig)
     }
 
     /// Reads a [`RigDesc`] from JSON and builds it.
