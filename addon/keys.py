@@ -212,6 +212,9 @@ def held_over_strips(obj: bpy.types.Object, channels: list[tuple[str, str]], spa
     anim = obj.animation_data
     if anim is None or anim.action is None or not any(not track.mute for track in anim.nla_tracks):
         return []
+    if anim.action_extrapolation == "NOTHING":
+        # Past its range the action plays nothing: the strips play on.
+        return []
     own = {fc.data_path for fc in (fcurves_of(obj) or ())}
     stripped: set[str] = set()
     for track in anim.nla_tracks:

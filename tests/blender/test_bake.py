@@ -164,6 +164,14 @@ def test_a_bake_over_nla_strips_under_an_action_says_which_bones_its_keys_hold(d
     obj.keyframe_insert("location", frame=1)
     assert bpy.ops.tendon.bake(frame_start=1, frame_end=40, destination=destination) == {"FINISHED"}
     assert "had no keys" not in obj.tendon.status, obj.tendon.status
+    # An action that plays nothing past its range (as a bake onto strips alone leaves it)
+    # leaves the strips playing there: nothing to say.
+    obj.animation_data.action = None
+    obj.keyframe_insert("location", frame=1)
+    obj.animation_data.action_extrapolation = "NOTHING"
+    assert bpy.ops.tendon.bake(frame_start=5, frame_end=35, destination=destination) == {"FINISHED"}
+    assert "had no keys" not in obj.tendon.status, obj.tendon.status
+    obj.animation_data.action_extrapolation = "HOLD"
     # Without an action over them the strips play on: nothing to say.
     obj.animation_data.action = None
     assert bpy.ops.tendon.bake(frame_start=5, frame_end=35, destination=destination) == {"FINISHED"}

@@ -169,8 +169,9 @@ const JUMP_FACTOR: f32 = 4.0;
 /// on threads, group by group, gives the same answer.
 struct Coherence {
     groups: Vec<CoherentGroup>,
-    /// The solver's cap, tolerances and step clamp: the fallback keeps to them, and a
-    /// frame it changed is measured with them.
+    /// The solver's tolerances and settings: the fallback keeps to them (with damped
+    /// least squares' own step, and the smaller iteration cap), and a frame it changed is
+    /// measured with them.
     params: IterationParams,
     fallback: Option<JacobianDls>,
     subset: Vec<Goal>,

@@ -93,8 +93,9 @@ impl Pose {
         Ok(())
     }
 
-    /// Checks that no bone's scale or place in the armature, its parents' scales applied,
-    /// exceeds [`MAX_MAGNITUDE`](crate::error::MAX_MAGNITUDE): each scale is checked alone,
+    /// Checks that no bone's scale, its parents' applied, exceeds
+    /// [`MAX_MAGNITUDE`](crate::error::MAX_MAGNITUDE), nor its place in the armature a
+    /// thousand times that (its square still well inside `f32`): each scale is checked alone,
     /// but three of 1e15 down a chain multiply to 1e45 (the solve said reached with a
     /// residual of 3.4e38 and a tail at NaN; QA helper).
     pub(crate) fn check_world_magnitudes(&self, rig: &Rig) -> Result<()> {

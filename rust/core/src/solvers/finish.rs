@@ -43,8 +43,8 @@ impl Default for FinishWithinLimits {
 impl FinishWithinLimits {
     /// `report` and `out` are the sweep's from `start`, unreached; both are replaced when a
     /// finish comes closer. The finish keeps the caller's tolerance and full-body settings,
-    /// with damped least squares' own step and iteration cap, or the caller's if smaller
-    /// (each pass keeps to it, as every pass of a solve does).
+    /// with damped least squares' own step, and its own iteration cap or the caller's if
+    /// smaller (each pass keeps to it, as every pass of a solve does).
     pub(crate) fn apply(
         &mut self,
         rig: &Rig,

@@ -51,8 +51,9 @@ pub struct IterationParams {
     pub rotation_tolerance: f32,
     /// Largest turn of one joint in one iteration (radians); keeps steps stable. The
     /// iterations that turn joints keep to it; two-bone's closed form and FABRIK's pass
-    /// over points (chains without limits) move by whole steps, and finishing passes by
-    /// damped least squares take its own 0.5.
+    /// over points (chains without limits) move by whole steps, damped least squares'
+    /// finishing passes and a bake's jump-guard solve take its own 0.5, and the CCD sweeps
+    /// of the Jacobian solvers' retry from limits CCD's own.
     pub max_step_angle: f32,
     /// Full-body solving: goals take their chains in depth-first order of the chains'
     /// top bones, and a goal does not move bones an earlier goal's chain moves (so a head
