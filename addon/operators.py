@@ -344,6 +344,8 @@ class TENDON_OT_import_blender_ik(Operator):
         driven = {driver.data_path for driver in anim.drivers if not driver.mute} if anim is not None else set()
         driven |= {fcurve.data_path for fcurve in keys.fcurves_of(obj) or () if not fcurve.mute}
         skipped: list[str] = []
+        # Effectors this import has set (a bone with two IK constraints gets two).
+        taken: set[int] = set()
         for pose_bone in obj.pose.bones:
             for constraint in pose_bone.constraints:
                 if constraint.type != "IK" or constraint.mute:
@@ -352,8 +354,18 @@ class TENDON_OT_import_blender_ik(Operator):
                 if problem:
                     skipped.append(problem)
                     continue
-                existing = [e for e in settings.effectors if e.bone == pose_bone.name and e.target == constraint.target]
-                effector = existing[0] if existing else settings.effectors.add()
+                # The bone's effector, its target's first (imported again after the
+                # constraint's target changed, the bone got a second effector pulling
+                # against the first; QA helper).
+                own = [k for k, e in enumerate(settings.effectors) if e.bone == pose_bone.name and k not in taken]
+                same = [k for k in own if settings.effectors[k].target == constraint.target]
+                existing = same or own
+                if existing:
+                    taken.add(existing[0])
+                    effector = settings.effectors[existing[0]]
+                else:
+                    effector = settings.effectors.add()
+                    taken.add(len(settings.effectors) - 1)
                 effector.enabled = True
                 effector.bone = pose_bone.name
                 effector.target = constraint.target
@@ -467,6 +479,22 @@ class TENDON_OT_import_limits(Operator):
         for constraint in pose_bone.constraints:
             if constraint.type != "LIMIT_ROTATION" or constraint.mute:
                 continue
+            # At influence 0 it limits nothing in Blender (imported, its ranges clamped a
+            # target Blender's pose reaches, 0.12 off; QA helper); part influence only
+            # part-limits, which Tendon's ranges cannot.
+            if constraint.influence <= 0.0:
+                self.report(
+                    {"WARNING"},
+                    f"Limit Rotation '{constraint.name}' on bone '{pose_bone.name}' has influence 0 and limits "
+                    "nothing; not imported",
+                )
+                continue
+            if constraint.influence < 1.0:
+                self.report(
+                    {"WARNING"},
+                    f"Limit Rotation '{constraint.name}' on bone '{pose_bone.name}' has influence "
+                    f"{constraint.influence:g}: imported as full limits (Tendon's ranges hold fully)",
+                )
             if constraint.owner_space != "LOCAL":
                 self.report(
                     {"WARNING"},

@@ -382,6 +382,25 @@ def test_import_blender_ik_counts_a_headless_chain_as_blender_does() -> None:
     assert (rigs.head_world(obj, "b3") - target.location).length < 1e-4 * 4.0, obj.tendon.status
 
 
+def test_import_blender_ik_again_after_a_target_changed_updates_the_bones_effector() -> None:
+    """The constraint pointed elsewhere and imported again: the bone's effector follows the
+    new target (a second effector was added on the bone, the two pulling the arm between
+    them, 0.16 off; QA helper)."""
+    obj = rigs.chain(3)
+    first = rigs.empty("first", rigs.random_pose_tail(obj, "b2", seed=1))
+    second = rigs.empty("second", rigs.random_pose_tail(obj, "b2", seed=2))
+    constraint = obj.pose.bones["b2"].constraints.new("IK")
+    constraint.target, constraint.chain_count = first, 3
+    assert bpy.ops.tendon.import_blender_ik() == {"FINISHED"}
+    constraint.mute = False
+    constraint.target = second
+    assert bpy.ops.tendon.import_blender_ik() == {"FINISHED"}
+    assert [(e.bone, e.target.name) for e in obj.tendon.effectors] == [("b2", "second")]
+    assert bpy.ops.tendon.solve() == {"FINISHED"}
+    rigs.update()
+    assert (rigs.tail_world(obj, "b2") - second.location).length < 1e-4, obj.tendon.status
+
+
 def test_the_status_names_the_effectors_that_missed_and_follows_other_operators() -> None:
     """A solve of four limbs with one target far off said only "1 of 4"; the status after
     Reset Chains or Add Effector still told of the last solve ("reached", 1.1 away). A
@@ -462,6 +481,20 @@ def test_import_limits_maps_blender_settings() -> None:
         x, y, _ = shin.rotation_euler
         assert -0.5 - 1e-3 <= x <= 1.0 + 1e-3, f"{solver}: x = {x}"
         assert abs(y) < 1e-3, f"{solver}: y = {y}"
+
+
+def test_import_limits_skips_a_limit_rotation_at_influence_0() -> None:
+    """Influence 0 limits nothing in Blender: not imported, and said (its ranges became
+    Tendon's and a target Blender reaches was missed by 0.12; QA helper)."""
+    obj = rigs.chain(3)
+    for bone, influence in (("b1", 0.0), ("b2", 0.5)):
+        limit = obj.pose.bones[bone].constraints.new("LIMIT_ROTATION")
+        limit.owner_space = "LOCAL"
+        limit.use_limit_x, limit.min_x, limit.max_x = True, -0.1, 0.1
+        limit.influence = influence
+    assert bpy.ops.tendon.import_limits() == {"FINISHED"}
+    assert not obj.pose.bones["b1"].tendon.use_limit_x
+    assert obj.pose.bones["b2"].tendon.use_limit_x
 
 
 def test_reset_pose_touches_only_the_chains() -> None:
